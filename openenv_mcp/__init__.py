@@ -1,0 +1,56 @@
+"""openenv-mcp: MCP tool servers that run the same tools in training (sim) and production (prod)."""
+
+from openenv_mcp.client import AsyncEnvClient, EnvClient
+from openenv_mcp.environment import Environment
+from openenv_mcp.errors import (
+    BackendUnavailable,
+    CapacityExceeded,
+    ConfigError,
+    EpisodeError,
+    EpisodeFinished,
+    EpisodeNotFound,
+    InvalidToolArguments,
+    ModeError,
+    OpenEnvError,
+    RegistryError,
+    ResetNeeded,
+    ToolError,
+    ToolFailed,
+    ToolNotFound,
+)
+from openenv_mcp.models import Action, EpisodeState, Observation, StepResult, TaskInfo
+from openenv_mcp.settings import Settings
+from openenv_mcp.tasks import Grade, Task, TaskSet
+from openenv_mcp.tools import BoundCall, Tool, Toolbox
+
+__all__ = [
+    "Action",
+    "AsyncEnvClient",
+    "BackendUnavailable",
+    "BoundCall",
+    "CapacityExceeded",
+    "ConfigError",
+    "EnvClient",
+    "Environment",
+    "EpisodeError",
+    "EpisodeFinished",
+    "EpisodeNotFound",
+    "EpisodeState",
+    "Grade",
+    "InvalidToolArguments",
+    "ModeError",
+    "Observation",
+    "OpenEnvError",
+    "RegistryError",
+    "ResetNeeded",
+    "Settings",
+    "StepResult",
+    "Task",
+    "TaskInfo",
+    "TaskSet",
+    "Tool",
+    "ToolError",
+    "ToolFailed",
+    "ToolNotFound",
+    "Toolbox",
+]

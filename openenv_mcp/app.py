@@ -1,0 +1,159 @@
+"""The HTTP door: one ASGI app per server, control plane and ``/mcp`` on one port.
+
+Both modes: ``GET /healthz``, ``GET /readyz``, ``GET /metrics``, and MCP at ``/mcp``.
+Sim mode adds ``POST /reset``, ``POST /step``, ``GET /state``, ``DELETE /episodes/{id}``,
+``GET /tasks``; in prod those paths answer 404 with a message saying so.
+Errors are ``{"error": {"code", "message"}}``, mapped from the exception tree here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from openenv_mcp.environment import Environment
+from openenv_mcp.errors import OpenEnvError, ResetNeeded
+from openenv_mcp.mcp_adapter import McpDoor
+from openenv_mcp.metrics import CONTENT_TYPE
+from openenv_mcp.models import EpisodeState, ErrorBody, ResetRequest, StepRequest, StepResult, TaskList
+from openenv_mcp.runtime import Runtime
+from openenv_mcp.settings import Settings, load_settings
+
+__all__ = ["build_app", "build_runtime"]
+
+_SIM_PATHS = ("/reset", "/step", "/state", "/episodes", "/tasks")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text}
+    for status, text in [
+        (400, "Malformed request or missing X-Episode-Id header"),
+        (404, "Unknown episode or tool"),
+        (409, "Episode already done"),
+        (422, "Invalid tool arguments"),
+        (503, "At capacity or backend down"),
+    ]
+}
+EpisodeHeader = Annotated[
+    str | None, Header(alias="X-Episode-Id", description="The episode_id that POST /reset returned")
+]
+
+
+def build_runtime(env: Environment[Any, Any], settings: Settings) -> Runtime:
+    """Bind an environment to the mode in ``settings``; a missing prod setting raises ConfigError here."""
+    required = env.prod_requires if settings.mode == "prod" else ()
+    return Runtime(env, settings, load_settings(env.settings, required=required))
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def build_app(runtime: Runtime) -> FastAPI:
+    """The ASGI app serving ``runtime`` (its lifespan starts and stops the runtime)."""
+    door = McpDoor(runtime)
+    settings = runtime.settings
+    mcp_routes = door.http_routes(host=settings.host, allowed_hosts=settings.allowed_hosts)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        assert door.session_manager is not None
+        await runtime.start()
+        try:
+            async with door.session_manager.run():
+                yield
+        finally:
+            await runtime.stop()
+
+    env = runtime.env
+    app = FastAPI(
+        title=f"openenv-mcp: {env.name}",
+        description=env.description,
+        version=env.version,
+        lifespan=lifespan,
+        responses=_ERRORS,
+    )
+    app.state.runtime = runtime
+
+    @app.exception_handler(OpenEnvError)
+    async def on_openenv_error(request: Request, exc: OpenEnvError) -> JSONResponse:
+        return _error(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+            problems.append(f"{where}: {error.get('msg', 'invalid')}")
+        return _error(400, "malformed_request", "Malformed request: " + "; ".join(problems))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        path = request.url.path
+        if exc.status_code == 404 and not runtime.sim and path.startswith(_SIM_PATHS):
+            return _error(404, "not_in_this_mode", f"{path} is served in sim mode only; this server runs in prod mode")
+        return _error(exc.status_code, f"http_{exc.status_code}", f"{exc.detail} ({request.method} {path})")
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process serves."""
+        return {"status": "ok", "mode": runtime.mode, "server": env.name}
+
+    @app.get("/readyz", tags=["health"], responses={503: {"description": "A backend failed its ping"}})
+    async def readyz() -> JSONResponse:
+        """Readiness: every backend answers its ping."""
+        backends = await runtime.readiness()
+        ready = all(state == "ok" for state in backends.values())
+        body: dict[str, Any] = {"status": "ready" if ready else "unavailable", "backends": backends}
+        if not ready:
+            failed = ", ".join(f"{name}: {state}" for name, state in backends.items() if state != "ok")
+            body["error"] = {"code": "backend_unavailable", "message": f"Backend not ready ({failed})"}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @app.get("/metrics", tags=["health"], response_class=Response)
+    async def metrics() -> Response:
+        """Prometheus metrics."""
+        return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)
+
+    if runtime.sim:
+
+        @app.post("/reset", tags=["episodes"])
+        async def reset(body: ResetRequest | None = None) -> StepResult:
+            """Open an episode on a task picked by id, or by split and seed."""
+            body = body or ResetRequest()
+            return await runtime.reset(task_id=body.task_id, split=body.split, seed=body.seed)
+
+        @app.post("/step", tags=["episodes"])
+        async def step(body: StepRequest, x_episode_id: EpisodeHeader = None) -> StepResult:
+            """Call one tool on the episode named by X-Episode-Id."""
+            outcome = await runtime.call(body.action.tool, body.action.arguments, _require(x_episode_id))
+            return outcome.as_step()
+
+        @app.get("/state", tags=["episodes"])
+        async def state(x_episode_id: EpisodeHeader = None) -> EpisodeState:
+            """The episode's task, step count, total reward and done flag."""
+            return runtime.episode(_require(x_episode_id)).state()
+
+        @app.delete("/episodes/{episode_id}", tags=["episodes"])
+        async def close_episode(episode_id: str) -> EpisodeState:
+            """Close an episode and free its backend; returns its final state."""
+            episode = await runtime.close_episode(episode_id)
+            return episode.state()
+
+        @app.get("/tasks", tags=["episodes"])
+        async def tasks(split: str | None = None) -> TaskList:
+            """The tasks (without answers) and the size of each split."""
+            return runtime.task_list(split)
+
+    app.router.routes.extend(mcp_routes)
+    return app
+
+
+def _require(episode_id: str | None) -> str:
+    if not episode_id:
+        raise ResetNeeded("Missing X-Episode-Id header: POST /reset first and send the episode_id it returns")
+    return episode_id

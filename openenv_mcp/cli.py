@@ -1,0 +1,94 @@
+"""The ``openenv-mcp`` command line: ``list`` and ``serve``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.settings import Settings
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openenv-mcp", description="MCP tool servers for training (sim) and production (prod).")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="list the installed servers")
+    serve = commands.add_parser("serve", help="serve one environment over HTTP (control plane + /mcp) or stdio")
+    serve.add_argument("name", help="the server's name, as 'openenv-mcp list' shows it")
+    serve.add_argument("--mode", choices=["sim", "prod"], help="sim or prod (default: $MODE, else sim)")
+    serve.add_argument("--host", help="address to bind (default: $OPENENV_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default: $OPENENV_PORT, else 8000)")
+    serve.add_argument("--transport", choices=["http", "stdio"], default="http", help="http (default) or stdio")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return _list()
+        return _serve(args)
+    except OpenEnvError as exc:
+        print(f"openenv-mcp: {exc.message}", file=sys.stderr)
+        return 2
+
+
+def _list() -> int:
+    from openenv_mcp.catalog import load_environment, server_names
+
+    for name in server_names():
+        env = load_environment(name)
+        print(f"{name:<12} {', '.join(env.tools.names)}")
+        print(f"{'':<12} {env.description}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from openenv_mcp.app import build_runtime
+    from openenv_mcp.catalog import load_environment
+
+    overrides: dict[str, Any] = {k: v for k, v in {"mode": args.mode, "host": args.host, "port": args.port}.items() if v is not None}
+    settings = Settings(**overrides)
+    # stdout belongs to the MCP protocol under stdio; logs go to stderr in both transports.
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    env = load_environment(args.name)
+    runtime = build_runtime(env, settings)
+    if args.transport == "stdio":
+        return _serve_stdio(runtime)
+
+    import uvicorn
+
+    from openenv_mcp.app import build_app
+
+    app = build_app(runtime)
+    logging.getLogger("openenv_mcp").info(
+        "serving %s in %s mode on http://%s:%s (MCP at /mcp)", env.name, settings.mode, settings.host, settings.port
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def _serve_stdio(runtime: Any) -> int:
+    import anyio
+
+    from openenv_mcp.mcp_adapter import McpDoor
+
+    async def run() -> None:
+        await runtime.start()
+        try:
+            await McpDoor(runtime).serve_stdio()
+        finally:
+            await runtime.stop()
+
+    anyio.run(run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

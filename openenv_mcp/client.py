@@ -1,0 +1,195 @@
+"""Typed clients of the control plane: :class:`EnvClient` and its async twin :class:`AsyncEnvClient`.
+
+    with EnvClient("http://127.0.0.1:8000") as env:
+        first = env.reset(seed=7)
+        result = env.step("run_query", {"sql": "SELECT COUNT(*) FROM customers"})
+        print(result.reward, result.done, env.state().total_reward)
+
+A client remembers the episode its last ``reset`` opened; pass ``episode_id=`` to act on
+another. Server errors are raised as the package's own exceptions, carrying the server's message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from openenv_mcp.errors import OpenEnvError, ResetNeeded, error_for_code
+from openenv_mcp.models import EpisodeState, StepResult, TaskList
+
+__all__ = ["AsyncEnvClient", "EnvClient"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_HEADER = "X-Episode-Id"
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None = None
+
+
+def _parse(response: httpx.Response, model: type[ModelT]) -> ModelT:
+    if response.status_code >= 400:
+        raise _error(response)
+    return model.model_validate_json(response.content)
+
+
+def _error(response: httpx.Response) -> OpenEnvError:
+    try:
+        detail = response.json()["error"]
+        return error_for_code(str(detail["code"]), str(detail["message"]))
+    except (ValueError, KeyError, TypeError):
+        return OpenEnvError(f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}")
+
+
+class _Base:
+    episode_id: str | None
+
+    def _episode(self, episode_id: str | None) -> dict[str, str]:
+        chosen = episode_id or self.episode_id
+        if chosen is None:
+            raise ResetNeeded("No episode yet: call reset() first, or pass episode_id=")
+        return {_HEADER: chosen}
+
+    def _reset(self, task_id: str | None, split: str | None, seed: int | None) -> _Call:
+        body = {k: v for k, v in {"task_id": task_id, "split": split, "seed": seed}.items() if v is not None}
+        return _Call("POST", "/reset", {}, body)
+
+    def _step(self, tool: str, arguments: dict[str, Any] | None, episode_id: str | None) -> _Call:
+        return _Call("POST", "/step", self._episode(episode_id), {"action": {"tool": tool, "arguments": arguments or {}}})
+
+    def _close_episode(self, episode_id: str | None) -> _Call:
+        return _Call("DELETE", f"/episodes/{self._episode(episode_id)[_HEADER]}", {})
+
+
+class EnvClient(_Base):
+    """A synchronous client of one server's control plane."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        headers: dict[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.episode_id = None
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers, transport=transport)
+
+    def _send(self, call: _Call, model: type[ModelT]) -> ModelT:
+        return _parse(self._http.request(call.method, call.path, headers=call.headers, json=call.body), model)
+
+    def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
+        """Open an episode (by task id, or by split and seed) and make it this client's current one."""
+        result = self._send(self._reset(task_id, split, seed), StepResult)
+        self.episode_id = result.episode_id
+        return result
+
+    def step(self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None) -> StepResult:
+        """Call ``tool`` with ``arguments`` on the current episode (or ``episode_id``)."""
+        return self._send(self._step(tool, arguments, episode_id), StepResult)
+
+    def state(self, *, episode_id: str | None = None) -> EpisodeState:
+        return self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)
+
+    def tasks(self, *, split: str | None = None) -> TaskList:
+        return self._send(_Call("GET", "/tasks" + (f"?split={split}" if split else ""), {}), TaskList)
+
+    def close_episode(self, *, episode_id: str | None = None) -> EpisodeState:
+        """Close the current episode (or ``episode_id``) on the server and free its backend."""
+        state = self._send(self._close_episode(episode_id), EpisodeState)
+        if state.episode_id == self.episode_id:
+            self.episode_id = None
+        return state
+
+    def health(self) -> dict[str, Any]:
+        response = self._http.get("/healthz")
+        if response.status_code >= 400:
+            raise _error(response)
+        return dict(response.json())
+
+    def close(self) -> None:
+        """Close the current episode, if any, and the HTTP connection pool."""
+        try:
+            if self.episode_id is not None:
+                self.close_episode()
+        except (OpenEnvError, httpx.HTTPError):
+            pass  # the server may be gone or the episode already reaped; nothing left to free here
+        finally:
+            self.episode_id = None
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncEnvClient(_Base):
+    """The async twin of :class:`EnvClient`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        headers: dict[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.episode_id = None
+        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=headers, transport=transport)
+
+    async def _send(self, call: _Call, model: type[ModelT]) -> ModelT:
+        return _parse(await self._http.request(call.method, call.path, headers=call.headers, json=call.body), model)
+
+    async def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
+        result = await self._send(self._reset(task_id, split, seed), StepResult)
+        self.episode_id = result.episode_id
+        return result
+
+    async def step(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None
+    ) -> StepResult:
+        return await self._send(self._step(tool, arguments, episode_id), StepResult)
+
+    async def state(self, *, episode_id: str | None = None) -> EpisodeState:
+        return await self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)
+
+    async def tasks(self, *, split: str | None = None) -> TaskList:
+        return await self._send(_Call("GET", "/tasks" + (f"?split={split}" if split else ""), {}), TaskList)
+
+    async def close_episode(self, *, episode_id: str | None = None) -> EpisodeState:
+        state = await self._send(self._close_episode(episode_id), EpisodeState)
+        if state.episode_id == self.episode_id:
+            self.episode_id = None
+        return state
+
+    async def health(self) -> dict[str, Any]:
+        response = await self._http.get("/healthz")
+        if response.status_code >= 400:
+            raise _error(response)
+        return dict(response.json())
+
+    async def aclose(self) -> None:
+        try:
+            if self.episode_id is not None:
+                await self.close_episode()
+        except (OpenEnvError, httpx.HTTPError):
+            pass  # the server may be gone or the episode already reaped; nothing left to free here
+        finally:
+            self.episode_id = None
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.aclose()

@@ -1,0 +1,132 @@
+"""Episodes: isolated sim instances living in one process, with a cap and idle reaping."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openenv_mcp.backends import Backend
+from openenv_mcp.errors import CapacityExceeded, EpisodeNotFound
+from openenv_mcp.models import EpisodeState
+from openenv_mcp.tasks import Task
+
+__all__ = ["Episode", "EpisodeTable"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False, slots=True)
+class Episode:
+    """One isolated sim instance: its own backend, counters and lock."""
+
+    id: str
+    task: Task
+    seed: int
+    backend: Any
+    max_steps: int
+    step_count: int = 0
+    total_reward: float = 0.0
+    done: bool = False
+    created_at: float = field(default_factory=time.time)
+    last_active_at: float = field(default_factory=time.time)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def state(self) -> EpisodeState:
+        return EpisodeState(
+            episode_id=self.id,
+            task_id=self.task.id,
+            split=self.task.split,
+            seed=self.seed,
+            step_count=self.step_count,
+            max_steps=self.max_steps,
+            total_reward=self.total_reward,
+            done=self.done,
+            created_at=self.created_at,
+            last_active_at=self.last_active_at,
+        )
+
+
+class EpisodeTable:
+    """The open episodes of one server: a cap (clear 503 when full), idle reaping, explicit close."""
+
+    def __init__(self, *, capacity: int, idle_timeout: float) -> None:
+        self.capacity = capacity
+        self.idle_timeout = idle_timeout
+        self._episodes: dict[str, Episode] = {}
+        self._opening = 0
+
+    def __len__(self) -> int:
+        return len(self._episodes)
+
+    def __contains__(self, episode_id: str) -> bool:
+        return episode_id in self._episodes
+
+    async def open(
+        self,
+        task: Task,
+        seed: int,
+        backend_factory: Callable[[], Awaitable[Backend]],
+        *,
+        max_steps: int,
+        episode_id: str | None = None,
+    ) -> Episode:
+        """Open an episode; the slot is reserved before its backend is built, so the cap is exact."""
+        if len(self._episodes) + self._opening >= self.capacity:
+            raise CapacityExceeded(
+                f"{self.capacity} episodes are open, the most this server holds; close finished ones "
+                "(DELETE /episodes/{id}) or raise OPENENV_MAX_EPISODES"
+            )
+        self._opening += 1
+        try:
+            backend = await backend_factory()
+        finally:
+            self._opening -= 1
+        episode = Episode(
+            id=episode_id or uuid.uuid4().hex, task=task, seed=seed, backend=backend, max_steps=max_steps
+        )
+        self._episodes[episode.id] = episode
+        return episode
+
+    def get(self, episode_id: str) -> Episode:
+        try:
+            return self._episodes[episode_id]
+        except KeyError:
+            raise EpisodeNotFound(
+                f"Unknown episode {episode_id!r}: it was closed, reaped after {self.idle_timeout:g} s idle, "
+                "or never existed; POST /reset to start one"
+            ) from None
+
+    async def close(self, episode_id: str) -> Episode:
+        """Close one episode and free its backend."""
+        episode = self.get(episode_id)
+        del self._episodes[episode_id]
+        await episode.backend.aclose()
+        return episode
+
+    async def close_all(self) -> None:
+        for episode_id in list(self._episodes):
+            await self.close(episode_id)
+
+    async def reap(self, *, now: float | None = None) -> list[str]:
+        """Close the episodes idle for longer than the timeout; return their ids."""
+        cutoff = (time.time() if now is None else now) - self.idle_timeout
+        idle = [
+            e.id for e in self._episodes.values() if e.last_active_at < cutoff and not e.lock.locked()
+        ]
+        for episode_id in idle:
+            if episode_id in self._episodes:
+                await self.close(episode_id)
+        if idle:
+            log.info("reaped %d idle episode(s)", len(idle))
+        return idle
+
+    async def reap_forever(self, interval: float) -> None:
+        """Sweep idle episodes every ``interval`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            await self.reap()

@@ -1,0 +1,136 @@
+"""The exceptions of openenv-mcp: one base, a shallow tree by failure kind.
+
+    OpenEnvError
+    ├── ConfigError            a setting is missing or wrong; names the variable to set
+    ├── ToolError              something about a tool call
+    │   ├── ToolNotFound       no such tool on this server
+    │   ├── InvalidToolArguments  the arguments do not match the tool's input schema
+    │   └── ToolFailed         the tool ran and refused (a tool result with is_error, not a crash)
+    ├── BackendUnavailable     a backend (database, mail server, ...) did not answer
+    ├── EpisodeError           something about an episode
+    │   ├── ResetNeeded        a sim call without an episode where one is required
+    │   ├── EpisodeNotFound    unknown or already closed episode id
+    │   └── EpisodeFinished    the episode is done; reset to start another
+    ├── CapacityExceeded       too many open episodes
+    ├── ModeError              a sim-only operation asked of a prod server (or the reverse)
+    └── RegistryError          a registry entry is missing, invalid or out of date
+
+Every error carries a stable machine-readable ``code`` and an HTTP ``status``; the wire
+surfaces (HTTP control plane, MCP adapter, typed client) map errors in one place each.
+Every message says what to do next.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BackendUnavailable",
+    "CapacityExceeded",
+    "ConfigError",
+    "EpisodeError",
+    "EpisodeFinished",
+    "EpisodeNotFound",
+    "InvalidToolArguments",
+    "ModeError",
+    "OpenEnvError",
+    "RegistryError",
+    "ResetNeeded",
+    "ToolError",
+    "ToolFailed",
+    "ToolNotFound",
+    "error_for_code",
+]
+
+
+class OpenEnvError(Exception):
+    """Base of every error raised by openenv-mcp."""
+
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(OpenEnvError):
+    code = "config_error"
+    status = 500
+
+
+class ToolError(OpenEnvError):
+    code = "tool_error"
+    status = 400
+
+
+class ToolNotFound(ToolError):
+    code = "tool_not_found"
+    status = 404
+
+
+class InvalidToolArguments(ToolError):
+    code = "invalid_arguments"
+    status = 422
+
+
+class ToolFailed(ToolError):
+    """Raised inside a tool body to refuse a call; the caller sees a tool result with is_error."""
+
+    code = "tool_failed"
+    status = 200
+
+
+class BackendUnavailable(OpenEnvError):
+    code = "backend_unavailable"
+    status = 503
+
+
+class EpisodeError(OpenEnvError):
+    code = "episode_error"
+    status = 400
+
+
+class ResetNeeded(EpisodeError):
+    code = "reset_needed"
+    status = 400
+
+
+class EpisodeNotFound(EpisodeError):
+    code = "episode_not_found"
+    status = 404
+
+
+class EpisodeFinished(EpisodeError):
+    code = "episode_finished"
+    status = 409
+
+
+class CapacityExceeded(OpenEnvError):
+    code = "capacity_exceeded"
+    status = 503
+
+
+class ModeError(OpenEnvError):
+    code = "not_in_this_mode"
+    status = 404
+
+
+class RegistryError(OpenEnvError):
+    code = "registry_error"
+    status = 400
+
+
+def _all_subclasses(cls: type[OpenEnvError]) -> list[type[OpenEnvError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found.extend(_all_subclasses(sub))
+    return found
+
+
+def error_for_code(code: str, message: str) -> OpenEnvError:
+    """Rebuild the exception a server reported, from its wire ``code``; unknown codes give the base class."""
+    for cls in _all_subclasses(OpenEnvError):
+        if cls.code == code:
+            return cls(message)
+    return OpenEnvError(message)

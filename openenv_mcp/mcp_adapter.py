@@ -1,0 +1,131 @@
+"""The MCP door: the only module that imports the ``mcp`` SDK.
+
+It serves the runtime's tool table through the SDK's low-level server, so the tool list and
+every call go through the same table, validation and dispatch as the HTTP control plane.
+
+In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or by
+``_meta["openenv-mcp/episode_id"]`` in the request (for stdio, which has no headers);
+without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
+The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
+``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.routing import BaseRoute
+
+from openenv_mcp.errors import OpenEnvError, ToolNotFound
+from openenv_mcp.models import ImageBlock, Observation, TextBlock
+from openenv_mcp.runtime import Runtime
+
+__all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
+
+EPISODE_HEADER = "x-episode-id"
+META_PREFIX = "openenv-mcp/"
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class McpDoor:
+    """An MCP server over one runtime, for Streamable HTTP (mounted in the app) or stdio."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        env = runtime.env
+        self._tools = types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.input_schema,
+                    output_schema=tool.output_schema,
+                    annotations=types.ToolAnnotations.model_validate(tool.annotations) if tool.annotations else None,
+                )
+                for tool in runtime.tools
+            ]
+        )
+        self.server: Server[Any] = Server(
+            env.name,
+            version=env.version,
+            description=env.description,
+            instructions=env.description,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.session_manager: StreamableHTTPSessionManager | None = None
+
+    async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return self._tools
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        episode_id = _episode_id(ctx, params)
+        try:
+            outcome = await self.runtime.call(params.name, params.arguments, episode_id)
+        except ToolNotFound as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        except OpenEnvError as exc:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=exc.message)],
+                is_error=True,
+                _meta={f"{META_PREFIX}error": exc.code},
+            )
+        meta = None
+        if outcome.episode is not None:
+            meta = {
+                f"{META_PREFIX}reward": outcome.reward,
+                f"{META_PREFIX}done": outcome.done,
+                f"{META_PREFIX}episode_id": outcome.episode.id,
+                f"{META_PREFIX}step_count": outcome.episode.step_count,
+            }
+        return _to_mcp(outcome.observation, meta)
+
+    def http_routes(self, *, host: str, allowed_hosts: list[str], json_response: bool = True) -> list[BaseRoute]:
+        """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan."""
+        security = None
+        if host in _LOCAL_HOSTS or allowed_hosts:
+            hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *allowed_hosts]
+            origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+            origins += [f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")]
+            security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+        app = self.server.streamable_http_app(
+            streamable_http_path="/mcp", json_response=json_response, transport_security=security, host=host
+        )
+        self.session_manager = self.server.session_manager
+        return list(app.routes)
+
+    async def serve_stdio(self) -> None:
+        """Serve MCP over this process's stdin and stdout until the client closes them."""
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+
+def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:
+    request = getattr(ctx, "request", None)
+    if request is not None:
+        header = request.headers.get(EPISODE_HEADER)
+        if header:
+            return str(header)
+    value = (params.meta or {}).get(f"{META_PREFIX}episode_id")
+    return str(value) if value else None
+
+
+def _to_mcp(observation: Observation, meta: dict[str, Any] | None) -> types.CallToolResult:
+    content: list[types.ContentBlock] = []
+    for block in observation.content:
+        if isinstance(block, TextBlock):
+            content.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, ImageBlock):
+            content.append(types.ImageContent(type="image", data=block.data, mime_type=block.mime_type))
+    return types.CallToolResult(
+        content=content,
+        structured_content=observation.structured_content,
+        is_error=observation.is_error,
+        _meta=meta,
+    )

@@ -1,0 +1,132 @@
+"""The wire types of the control plane, shared by the server and the typed clients."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Action",
+    "ContentBlock",
+    "EpisodeState",
+    "ErrorBody",
+    "ErrorDetail",
+    "ImageBlock",
+    "Observation",
+    "ResetRequest",
+    "StepRequest",
+    "StepResult",
+    "TaskInfo",
+    "TaskList",
+    "TextBlock",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextBlock(_Strict):
+    """A text content block, as in an MCP tool result."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(_Strict):
+    """An image content block (base64 data), as in an MCP tool result."""
+
+    type: Literal["image"] = "image"
+    data: str
+    mime_type: str = Field(alias="mimeType")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
+ContentBlock = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class Observation(_Strict):
+    """What an agent sees after a reset or a step: exactly what the MCP tool result carries."""
+
+    content: list[ContentBlock]
+    structured_content: dict[str, Any] | None = None
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextBlock))
+
+
+class ResetRequest(_Strict):
+    """Body of ``POST /reset``: pick a task by id, or by split and seed (random when omitted)."""
+
+    task_id: str | None = None
+    split: str | None = None
+    seed: int | None = None
+
+
+class Action(_Strict):
+    """A tool call: the tool's name and its arguments."""
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepRequest(_Strict):
+    """Body of ``POST /step``."""
+
+    action: Action
+
+
+class StepResult(_Strict):
+    """Answer of ``POST /reset`` and ``POST /step``."""
+
+    episode_id: str
+    observation: Observation
+    reward: float
+    done: bool
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class EpisodeState(_Strict):
+    """Answer of ``GET /state``."""
+
+    episode_id: str
+    task_id: str
+    split: str
+    seed: int
+    step_count: int
+    max_steps: int
+    total_reward: float
+    done: bool
+    created_at: float
+    last_active_at: float
+
+
+class TaskInfo(_Strict):
+    """One task as ``GET /tasks`` lists it (without its answer)."""
+
+    id: str
+    split: str
+    prompt: str
+
+
+class TaskList(_Strict):
+    """Answer of ``GET /tasks``."""
+
+    tasks: list[TaskInfo]
+    splits: dict[str, int]
+
+
+class ErrorDetail(_Strict):
+    code: str
+    message: str
+
+
+class ErrorBody(_Strict):
+    """Every error the control plane answers with."""
+
+    error: ErrorDetail

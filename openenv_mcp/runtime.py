@@ -1,0 +1,213 @@
+"""The runtime: one environment bound to one mode. Both doors (MCP and HTTP) call into it.
+
+It owns the one path every call takes: look up and validate the tool, find the episode,
+run the tool on the episode's backend (or the prod backend), grade the step, count it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openenv_mcp.environment import Environment
+from openenv_mcp.episodes import Episode, EpisodeTable
+from openenv_mcp.errors import (
+    BackendUnavailable,
+    EpisodeFinished,
+    ModeError,
+    OpenEnvError,
+    ToolNotFound,
+)
+from openenv_mcp.metrics import Metrics
+from openenv_mcp.models import Observation, StepResult, TaskInfo, TaskList, TextBlock
+from openenv_mcp.settings import Settings
+from openenv_mcp.tasks import Task, TaskSet
+
+__all__ = ["DEFAULT_EPISODE", "Outcome", "Runtime"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EPISODE = "default"
+"""The episode a sim-mode MCP call without ``X-Episode-Id`` acts on (opened on first use)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one tool call did: its observation and, in sim mode, the episode's reward and done flag."""
+
+    observation: Observation
+    episode: Episode | None
+    reward: float
+    done: bool
+
+    def as_step(self) -> StepResult:
+        episode = self.episode
+        assert episode is not None, "prod calls have no step result"
+        return StepResult.model_construct(
+            episode_id=episode.id,
+            observation=self.observation,
+            reward=self.reward,
+            done=self.done,
+            info={"step_count": episode.step_count, "total_reward": episode.total_reward, "task_id": episode.task.id},
+        )
+
+
+class Runtime:
+    """One environment bound to one mode, with its episodes (sim) or its shared backend (prod)."""
+
+    def __init__(self, env: Environment[Any, Any], settings: Settings, server_settings: Any) -> None:
+        self.env = env
+        self.settings = settings
+        self.server_settings = server_settings
+        self.mode = settings.mode
+        self.tools = env.tools
+        self.tasks: TaskSet = env.tasks()
+        self.max_steps = settings.max_steps or env.max_steps
+        self.episodes = EpisodeTable(capacity=settings.max_episodes, idle_timeout=settings.idle_timeout)
+        self.metrics = Metrics(server=env.name, mode=self.mode, open_episodes=lambda: len(self.episodes))
+        self._backend: Any = None  # prod: the shared backend; sim: a probe backend for /readyz
+        self._default_lock = asyncio.Lock()
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def sim(self) -> bool:
+        return self.mode == "sim"
+
+    # lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the prod backend (or, in sim, a probe that proves a sim backend can be built)."""
+        if self.sim:
+            task = next(iter(self.tasks))
+            self._backend = await self.env.sim_backend(task, 0, self.server_settings)
+            self._reaper = asyncio.get_running_loop().create_task(
+                self.episodes.reap_forever(self.settings.reap_interval)
+            )
+        else:
+            self._backend = await self.env.prod_backend(self.server_settings)
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        await self.episodes.close_all()
+        if self._backend is not None:
+            await self._backend.aclose()
+            self._backend = None
+
+    async def readiness(self) -> dict[str, str]:
+        """Each backend's ping: ``"ok"`` or why it failed."""
+        if self._backend is None:
+            return {self.env.name: "not started"}
+        try:
+            await self._backend.ping()
+        except BackendUnavailable as exc:
+            return {self.env.name: exc.message}
+        return {self.env.name: "ok"}
+
+    # episodes (sim only) ----------------------------------------------------------------------
+
+    def _require_sim(self, what: str) -> None:
+        if not self.sim:
+            raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
+
+    async def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
+        """Open a new episode and return its first observation."""
+        self._require_sim("reset")
+        started = time.perf_counter()
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
+        episode = await self._open(task, seed)
+        self.metrics.resets.inc()
+        self.metrics.reset_latency.observe(time.perf_counter() - started)
+        return StepResult.model_construct(
+            episode_id=episode.id,
+            observation=task_observation(task, self.tools.names),
+            reward=0.0,
+            done=False,
+            info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
+        )
+
+    async def _open(self, task: Task, seed: int, episode_id: str | None = None) -> Episode:
+        async def build() -> Any:
+            return await self.env.sim_backend(task, seed, self.server_settings)
+
+        return await self.episodes.open(task, seed, build, max_steps=self.max_steps, episode_id=episode_id)
+
+    async def _default_episode(self) -> Episode:
+        async with self._default_lock:
+            if DEFAULT_EPISODE in self.episodes:
+                episode = self.episodes.get(DEFAULT_EPISODE)
+                if not episode.done:
+                    return episode
+                await self.episodes.close(DEFAULT_EPISODE)
+            task = self.tasks.pick(task_id=None, split=None, seed=0)
+            return await self._open(task, 0, DEFAULT_EPISODE)
+
+    def episode(self, episode_id: str) -> Episode:
+        self._require_sim("Episode state")
+        return self.episodes.get(episode_id)
+
+    async def close_episode(self, episode_id: str) -> Episode:
+        self._require_sim("Closing an episode")
+        return await self.episodes.close(episode_id)
+
+    def task_list(self, split: str | None = None) -> TaskList:
+        self._require_sim("The task list")
+        tasks = [
+            TaskInfo(id=t.id, split=t.split, prompt=t.prompt) for t in self.tasks if split is None or t.split == split
+        ]
+        return TaskList(tasks=tasks, splits=self.tasks.splits)
+
+    # the one path ------------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None, episode_id: str | None) -> Outcome:
+        """Validate and run one tool call; in sim mode, on an episode (the default one when ``None``)."""
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            bound = self.tools.bind(tool, arguments)
+            if not self.sim:
+                observation = await bound.run(self._backend)
+                result = Outcome(observation, None, 0.0, False)
+            else:
+                episode = self.episodes.get(episode_id) if episode_id else await self._default_episode()
+                async with episode.lock:
+                    if episode.done:
+                        raise EpisodeFinished(
+                            f"Episode {episode.id!r} is done after {episode.step_count} steps "
+                            f"(total reward {episode.total_reward:g}); POST /reset to start another"
+                        )
+                    observation = await bound.run(episode.backend)
+                    episode.step_count += 1
+                    grade = await self.env.grade(episode.task, episode.backend, bound, observation)
+                    episode.total_reward += grade.reward
+                    episode.done = grade.done or episode.step_count >= episode.max_steps
+                    episode.last_active_at = time.time()
+                result = Outcome(observation, episode, grade.reward, episode.done)
+            if observation.is_error:
+                outcome = "tool_failed"
+            return result
+        except ToolNotFound:
+            outcome, tool = "tool_not_found", "(unknown)"
+            raise
+        except OpenEnvError as exc:
+            outcome = exc.code
+            raise
+        finally:
+            self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
+
+
+def task_observation(task: Task, tools: list[str]) -> Observation:
+    """The first observation of an episode: the task's prompt."""
+    return Observation.model_construct(
+        content=[TextBlock.model_construct(type="text", text=task.prompt)],
+        structured_content={"task_id": task.id, "split": task.split, "prompt": task.prompt, "tools": tools},
+        is_error=False,
+    )

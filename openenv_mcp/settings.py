@@ -1,0 +1,68 @@
+"""Settings of the toolkit, read from the environment once, at the composition root.
+
+Nothing else in the package reads ``os.environ``. Environment servers declare their own
+prod settings class (see :func:`load_settings`) for connection URLs and secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeVar
+
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from openenv_mcp.errors import ConfigError
+
+__all__ = ["Mode", "Settings", "load_settings"]
+
+Mode = Literal["sim", "prod"]
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+class Settings(BaseSettings):
+    """Toolkit settings. ``MODE`` picks sim or prod; the rest are ``OPENENV_*`` variables."""
+
+    model_config = SettingsConfigDict(env_prefix="OPENENV_", extra="ignore", populate_by_name=True)
+
+    mode: Mode = Field(default="sim", validation_alias=AliasChoices("MODE", "OPENENV_MODE"))
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_episodes: int = Field(default=1024, ge=1, description="Open sim episodes before /reset answers 503")
+    idle_timeout: float = Field(default=900.0, gt=0, description="Seconds before an idle sim episode is closed")
+    reap_interval: float = Field(default=30.0, gt=0, description="Seconds between idle-episode sweeps")
+    max_steps: int | None = Field(default=None, ge=1, description="Override every environment's step limit")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Extra Host values accepted on /mcp (for deployments behind a real name)"
+    )
+
+
+def load_settings(cls: type[SettingsT], *, required: tuple[str, ...] = ()) -> SettingsT:
+    """Build a settings class from the environment; a missing or bad value names the variable to set.
+
+    ``required`` names fields that may default to ``None`` in general but must be set here
+    (prod connection URLs, say).
+    """
+    prefix = str(cls.model_config.get("env_prefix", ""))
+    try:
+        settings = cls()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            variable = f"{prefix}{field}".upper()
+            hint = _hint(cls, field)
+            if error["type"] == "missing":
+                problems.append(f"set {variable}{hint}")
+            else:
+                problems.append(f"{variable} is invalid: {error['msg']}{hint}")
+        raise ConfigError(f"{cls.__name__}: " + "; ".join(problems)) from None
+    missing = [name for name in required if getattr(settings, name) is None]
+    if missing:
+        problems = [f"set {(prefix + name).upper()}{_hint(cls, name)}" for name in missing]
+        raise ConfigError(f"{cls.__name__}: " + "; ".join(problems))
+    return settings
+
+
+def _hint(cls: type[BaseSettings], field: str) -> str:
+    info = cls.model_fields.get(field)
+    return f" ({info.description})" if info is not None and info.description else ""

@@ -1,0 +1,282 @@
+"""Tools, declared once: the typed signature and docstring are the MCP schema.
+
+A server keeps one :class:`Toolbox`. Its ``@toolbox.tool()`` decorator turns a typed
+``async def`` into a :class:`Tool`: the parameters after the first become the input schema,
+the return annotation the output schema, the docstring the description (Google-style
+``Args:`` lines describe the parameters). The first parameter receives the backend, injected
+by the runtime; a tool never sees the mode.
+
+    tools = Toolbox("sql")
+
+    @tools.tool(read_only=True)
+    async def run_query(db: SqlBackend, sql: str) -> QueryResult:
+        \"\"\"Run one read-only SQL query.
+
+        Args:
+            sql: A single SELECT statement.
+        \"\"\"
+        return await db.query(sql)
+
+Both doors (MCP and the HTTP control plane) call :meth:`Toolbox.bind` then
+:meth:`BoundCall.run`: one validation, one dispatch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, TypeVar, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from openenv_mcp.errors import InvalidToolArguments, ToolFailed, ToolNotFound
+from openenv_mcp.models import Observation, TextBlock
+
+__all__ = ["BoundCall", "Tool", "Toolbox"]
+
+BackendT = TypeVar("BackendT")
+ToolFn = Callable[..., Awaitable[Any]]
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool: its MCP description and how to validate, call and render it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: dict[str, bool]
+    fn: ToolFn
+    arguments: type[BaseModel]
+    output: TypeAdapter[Any]
+    wraps_output: bool
+
+    def render(self, value: Any) -> Observation:
+        """Turn the tool's return value into structured content plus its JSON text."""
+        dumped = self.output.dump_python(value, mode="json")
+        structured = {"result": dumped} if self.wraps_output else dumped
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        return Observation.model_construct(
+            content=[TextBlock.model_construct(type="text", text=text)],
+            structured_content=structured,
+            is_error=False,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    """A validated call, ready to run against a backend."""
+
+    tool: Tool
+    kwargs: dict[str, Any]
+
+    async def run(self, backend: Any) -> Observation:
+        """Run the tool; a :class:`ToolFailed` raised by its body becomes an ``is_error`` result."""
+        try:
+            value = await self.tool.fn(backend, **self.kwargs)
+        except ToolFailed as exc:
+            return Observation.model_construct(
+                content=[TextBlock.model_construct(type="text", text=exc.message)],
+                structured_content=None,
+                is_error=True,
+            )
+        return self.tool.render(value)
+
+
+class Toolbox(Generic[BackendT]):
+    """The tool table of one server: declared once, used by every door."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._tools: dict[str, Tool] = {}
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``; :class:`ToolNotFound` names the available ones otherwise."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            available = ", ".join(sorted(self._tools)) or "(none)"
+            raise ToolNotFound(
+                f"No tool {name!r} on server {self.server!r}; available: {available}"
+            ) from None
+
+    def bind(self, name: str, arguments: Mapping[str, Any] | None) -> BoundCall:
+        """Validate ``arguments`` against the tool's input schema (the one validation)."""
+        tool = self.get(name)
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise InvalidToolArguments(
+                f"Arguments for tool {name!r} must be a JSON object, got {type(arguments).__name__}"
+            )
+        try:
+            parsed = tool.arguments.model_validate(arguments or {})
+        except ValidationError as exc:
+            raise InvalidToolArguments(_describe_errors(name, exc)) from None
+        return BoundCall(tool, {field: getattr(parsed, field) for field in type(parsed).model_fields})
+
+    @overload
+    def tool(self, fn: ToolFn, /) -> ToolFn: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+    ) -> Callable[[ToolFn], ToolFn]: ...
+
+    def tool(
+        self,
+        fn: ToolFn | None = None,
+        /,
+        *,
+        name: str | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+    ) -> ToolFn | Callable[[ToolFn], ToolFn]:
+        """Declare a tool. Usable bare (``@tools.tool``) or with options (``@tools.tool(read_only=True)``).
+
+        The hints become the MCP tool annotations (``readOnlyHint`` and so on).
+        """
+        hints = {
+            "readOnlyHint": read_only,
+            "destructiveHint": destructive,
+            "idempotentHint": idempotent,
+            "openWorldHint": open_world,
+        }
+        annotations = {key: value for key, value in hints.items() if value is not None}
+
+        def register(func: ToolFn) -> ToolFn:
+            built = _build_tool(func, name or getattr(func, "__name__", ""), annotations)
+            if built.name in self._tools:
+                raise TypeError(
+                    f"Tool {built.name!r} is declared twice on server {self.server!r}; "
+                    "rename one of them or pass name=... to the decorator"
+                )
+            self._tools[built.name] = built
+            return func
+
+        if fn is not None:
+            if not callable(fn):
+                raise TypeError("@tool takes keyword options only, e.g. @tools.tool(read_only=True)")
+            return register(fn)
+        return register
+
+
+def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
+    where = f"tool {name!r} ({getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', name)})"
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{where} must be declared with 'async def'")
+    if not _NAME.match(name):
+        raise TypeError(f"{where}: tool names use letters, digits, '_', '-' or '.', at most 128 characters")
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise TypeError(f"{where} needs a docstring: it is the description the agent reads")
+    description, param_docs = _parse_docstring(doc)
+
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        raise TypeError(f"{where} must take its backend as the first parameter, e.g. 'async def {name}(db, ...)'")
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise TypeError(f"{where}: cannot resolve a type annotation ({exc}); import the type at module level") from None
+    if "return" not in hints:
+        raise TypeError(f"{where} needs a return annotation: it is the tool's output schema")
+
+    fields: dict[str, Any] = {}
+    for param in params[1:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)")
+        if param.name not in hints:
+            raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
+        annotation = hints[param.name]
+        if param.name in param_docs:
+            annotation = Annotated[annotation, Field(description=param_docs[param.name])]
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+
+    arguments = create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
+    )
+    input_schema = arguments.model_json_schema()
+    input_schema.pop("title", None)
+
+    output = TypeAdapter(hints["return"])
+    output_schema = output.json_schema(mode="serialization")
+    wraps = output_schema.get("type") != "object"
+    if wraps:
+        output_schema = {"type": "object", "properties": {"result": output_schema}, "required": ["result"]}
+    output_schema.pop("title", None)
+
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        fn=fn,
+        arguments=arguments,
+        output=output,
+        wraps_output=wraps,
+    )
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and its ``Args:`` entries."""
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        header = _SECTION.match(line.strip())
+        if header and not line.startswith(" "):
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ("Args", "Arguments", "Parameters"):
+            entry = re.match(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if entry and len(line) - len(line.lstrip()) <= 8:
+                current = entry.group(1)
+                params[current] = entry.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}"
+    return "\n".join(description).strip(), params
+
+
+def _describe_errors(tool: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unexpected argument {where!r}")
+        elif error["type"] == "missing":
+            problems.append(f"missing required argument {where!r}")
+        else:
+            problems.append(f"{where}: {error['msg']} (got {error.get('input')!r})")
+    return f"Invalid arguments for tool {tool!r}: " + "; ".join(problems) + ". Check the tool's inputSchema."

@@ -1,0 +1,1 @@
+"""The environments shipped with openenv-mcp, one package each."""

@@ -1,0 +1,31 @@
+"""The SQL environment: answer questions about a shop's database with read-only SQL.
+
+Sim: a private in-memory SQLite copy of the shipped fixture per episode.
+Prod: a PostgreSQL database (``SQL_DATABASE_URL``), in read-only transactions.
+"""
+
+from __future__ import annotations
+
+from openenv_mcp import Environment
+from servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
+from servers.sql.settings import SqlSettings
+from servers.sql.tasks import SqlTask, grade, load_tasks
+from servers.sql.tools import tools
+
+__all__ = ["environment"]
+
+environment: Environment[SqlBackend, SqlTask] = Environment(
+    name="sql",
+    description=(
+        "Answer questions about a shop's relational database (customers, orders, products, employees) "
+        "with read-only SQL: list_tables, describe_table, run_query, then submit_answer."
+    ),
+    tools=tools,
+    tasks=load_tasks,
+    settings=SqlSettings,
+    sim_backend=SqliteBackend.open,
+    prod_backend=PostgresBackend.open,
+    grade=grade,
+    prod_requires=("database_url",),
+    max_steps=20,
+)

@@ -1,0 +1,257 @@
+"""The SQL backends: SQLite per episode in sim, a shared PostgreSQL pool in prod.
+
+Both speak through SQLAlchemy and share the same introspection and query code (the
+functions below take a sync ``Connection``; prod runs them through ``run_sync``).
+Read-only is enforced three times: the lexical guard, the engine (SQLite's authorizer and
+``query_only``; PostgreSQL read-only transactions), and, in prod, the role you connect as.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import sqlite3
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from importlib import resources
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy import Connection, create_engine, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from openenv_mcp.errors import BackendUnavailable, ConfigError, ToolFailed
+from servers.sql.models import Cell, Column, ForeignKey, QueryResult, TableSchema
+from servers.sql.readonly import single_read_statement
+from servers.sql.settings import SqlSettings
+
+__all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_sql"]
+
+T = TypeVar("T")
+
+
+class SqlBackend(Protocol):
+    """What the SQL tools need from a database."""
+
+    async def ping(self) -> None: ...
+    async def aclose(self) -> None: ...
+    async def tables(self) -> list[str]: ...
+    async def describe(self, table: str) -> TableSchema: ...
+    async def query(self, sql: str, *, limit: int | None = None) -> QueryResult: ...
+
+
+# shared by both backends ------------------------------------------------------------------
+
+
+def _tables(conn: Connection, schema: str | None) -> list[str]:
+    return sorted(inspect(conn).get_table_names(schema=schema))
+
+
+def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
+    inspector = inspect(conn)
+    names = inspector.get_table_names(schema=schema)
+    if table not in names:
+        raise ToolFailed(f"No table {table!r}; tables: {', '.join(sorted(names))}")
+    try:
+        primary = set(inspector.get_pk_constraint(table, schema=schema).get("constrained_columns") or [])
+        columns = [
+            Column(name=c["name"], type=str(c["type"]), nullable=bool(c["nullable"]), primary_key=c["name"] in primary)
+            for c in inspector.get_columns(table, schema=schema)
+        ]
+        foreign = [
+            ForeignKey(
+                columns=list(fk["constrained_columns"]),
+                references_table=fk["referred_table"],
+                references_columns=list(fk["referred_columns"]),
+            )
+            for fk in inspector.get_foreign_keys(table, schema=schema)
+        ]
+    except NoSuchTableError:
+        raise ToolFailed(f"No table {table!r}") from None
+    return TableSchema(table=table, columns=columns, foreign_keys=foreign)
+
+
+def _query(conn: Connection, sql: str, limit: int) -> QueryResult:
+    statement = single_read_statement(sql)
+    result = conn.exec_driver_sql(statement)
+    if not result.returns_rows:
+        raise ToolFailed("The statement returned no rows; use SELECT, WITH or VALUES")
+    columns = list(result.keys())
+    fetched = result.fetchmany(limit + 1)
+    result.close()
+    rows = [[_cell(value) for value in row] for row in fetched[:limit]]
+    return QueryResult(columns=columns, rows=rows, row_count=len(rows), truncated=len(fetched) > limit)
+
+
+def _cell(value: Any) -> Cell:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+# sim: SQLite ---------------------------------------------------------------------------------
+
+
+def fixture_sql() -> str:
+    """The shipped fixture: schema and rows, valid for SQLite and PostgreSQL alike."""
+    return resources.files("servers.sql").joinpath("data/fixture.sql").read_text(encoding="utf-8")
+
+
+@functools.cache
+def _template() -> bytes:
+    """The fixture loaded once into SQLite and serialized; each episode starts from a copy."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(fixture_sql())
+    data = conn.serialize()
+    conn.close()
+    return data
+
+
+# SQLite authorizer action codes allowed for queries; everything else is denied.
+_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+_READ_PRAGMAS = {
+    "table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo", "read_uncommitted"
+}
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    if action in _ALLOWED_ACTIONS or action == sqlite3.SQLITE_TRANSACTION:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS and arg2 is None:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+def _fresh_sqlite() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.deserialize(_template())
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(_authorize)
+    return conn
+
+
+@functools.cache
+def _sim_engine() -> Any:
+    # One engine for every episode; each connect() deserializes a fresh private database.
+    return create_engine("sqlite://", creator=_fresh_sqlite, poolclass=NullPool)
+
+
+class SqliteBackend:
+    """One episode's private in-memory copy of the fixture."""
+
+    def __init__(self, settings: SqlSettings) -> None:
+        self._settings = settings
+        self._conn: Connection = _sim_engine().connect()
+        self._raw: sqlite3.Connection = self._conn.connection.dbapi_connection  # type: ignore[assignment]
+
+    @classmethod
+    async def open(cls, task: object, seed: int, settings: SqlSettings) -> SqliteBackend:
+        return cls(settings)
+
+    async def ping(self) -> None:
+        self._run(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
+
+    async def aclose(self) -> None:
+        self._conn.close()
+
+    async def tables(self) -> list[str]:
+        return self._run(lambda conn: _tables(conn, None))
+
+    async def describe(self, table: str) -> TableSchema:
+        return self._run(lambda conn: _describe(conn, table, None))
+
+    async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
+        return self._run(lambda conn: _query(conn, sql, limit or self._settings.max_rows))
+
+    def _run(self, work: Callable[[Connection], T]) -> T:
+        deadline = time.monotonic() + self._settings.statement_timeout_ms / 1000
+        self._raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            return work(self._conn)
+        except DBAPIError as exc:
+            message = str(exc.orig)
+            if message == "interrupted":
+                message = f"Query cancelled after {self._settings.statement_timeout_ms} ms; narrow it down"
+            elif "not authorized" in message or "readonly" in message:
+                message = f"Only read-only queries are allowed ({message})"
+            raise ToolFailed(f"SQL error: {message}") from None
+        finally:
+            self._raw.set_progress_handler(None, 0)
+            if self._conn.in_transaction():
+                self._conn.rollback()
+
+
+# prod: PostgreSQL ----------------------------------------------------------------------------
+
+# SQLSTATEs that mean "the server is not there", not "your query is wrong".
+_UNAVAILABLE_CLASSES = ("08", "53", "57P")
+
+
+class PostgresBackend:
+    """A shared pool of read-only connections to a PostgreSQL database."""
+
+    def __init__(self, engine: AsyncEngine, settings: SqlSettings, where: str) -> None:
+        self._engine = engine
+        self._settings = settings
+        self._where = where
+
+    @classmethod
+    async def open(cls, settings: SqlSettings) -> PostgresBackend:
+        if settings.database_url is None:
+            raise ConfigError(
+                "Prod SQL needs a database: set SQL_DATABASE_URL (e.g. postgresql://reader@db:5432/shop)"
+            )
+        url = make_url(settings.database_url.get_secret_value())
+        if url.get_backend_name() != "postgresql":
+            raise ConfigError(f"SQL_DATABASE_URL must be a postgresql:// URL, not {url.get_backend_name()}://")
+        url = url.set(drivername="postgresql+psycopg")
+        options = f"-c statement_timeout={settings.statement_timeout_ms} -c default_transaction_read_only=on"
+        engine = create_async_engine(
+            url,
+            pool_size=settings.pool_size,
+            pool_pre_ping=True,
+            connect_args={"options": options, "connect_timeout": 5},
+            execution_options={"postgresql_readonly": True},
+        )
+        where = url.render_as_string(hide_password=True)
+        return cls(engine, settings, where)
+
+    async def ping(self) -> None:
+        await self._run(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
+
+    async def aclose(self) -> None:
+        await self._engine.dispose()
+
+    async def tables(self) -> list[str]:
+        return await self._run(lambda conn: _tables(conn, self._settings.db_schema))
+
+    async def describe(self, table: str) -> TableSchema:
+        return await self._run(lambda conn: _describe(conn, table, self._settings.db_schema))
+
+    async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
+        return await self._run(lambda conn: _query(conn, sql, limit or self._settings.max_rows))
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        try:
+            async with self._engine.connect() as conn:
+                return await conn.run_sync(work)
+        except DBAPIError as exc:
+            state = getattr(exc.orig, "sqlstate", None)
+            if state is None or state.startswith(_UNAVAILABLE_CLASSES) or exc.connection_invalidated:
+                raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc.orig)}") from None
+            raise ToolFailed(f"SQL error: {_first_line(exc.orig)}") from None
+        except (OSError, SQLAlchemyError) as exc:
+            raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException | None) -> str:
+    return str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__
