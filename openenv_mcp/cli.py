@@ -9,13 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.settings import Settings
+from openenv_mcp.settings import Settings, load_settings
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openenv-mcp", description="MCP tool servers for training (sim) and production (prod).")
+    parser = argparse.ArgumentParser(
+        prog="openenv-mcp", description="MCP tool servers for training (sim) and production (prod)."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the installed servers")
     serve = commands.add_parser("serve", help="serve one environment over HTTP (control plane + /mcp) or stdio")
@@ -53,8 +55,10 @@ def _serve(args: argparse.Namespace) -> int:
     from openenv_mcp.app import build_runtime
     from openenv_mcp.catalog import load_environment
 
-    overrides: dict[str, Any] = {k: v for k, v in {"mode": args.mode, "host": args.host, "port": args.port}.items() if v is not None}
-    settings = Settings(**overrides)
+    overrides: dict[str, Any] = {
+        k: v for k, v in {"mode": args.mode, "host": args.host, "port": args.port}.items() if v is not None
+    }
+    settings = load_settings(Settings, **overrides)
     # stdout belongs to the MCP protocol under stdio; logs go to stderr in both transports.
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     env = load_environment(args.name)

@@ -63,7 +63,9 @@ class _Base:
         return _Call("POST", "/reset", {}, body)
 
     def _step(self, tool: str, arguments: dict[str, Any] | None, episode_id: str | None) -> _Call:
-        return _Call("POST", "/step", self._episode(episode_id), {"action": {"tool": tool, "arguments": arguments or {}}})
+        return _Call(
+            "POST", "/step", self._episode(episode_id), {"action": {"tool": tool, "arguments": arguments or {}}}
+        )
 
     def _close_episode(self, episode_id: str | None) -> _Call:
         return _Call("DELETE", f"/episodes/{self._episode(episode_id)[_HEADER]}", {})
@@ -150,7 +152,9 @@ class AsyncEnvClient(_Base):
     async def _send(self, call: _Call, model: type[ModelT]) -> ModelT:
         return _parse(await self._http.request(call.method, call.path, headers=call.headers, json=call.body), model)
 
-    async def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
+    async def reset(
+        self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
+    ) -> StepResult:
         result = await self._send(self._reset(task_id, split, seed), StepResult)
         self.episode_id = result.episode_id
         return result

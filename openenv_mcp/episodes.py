@@ -86,9 +86,7 @@ class EpisodeTable:
             backend = await backend_factory()
         finally:
             self._opening -= 1
-        episode = Episode(
-            id=episode_id or uuid.uuid4().hex, task=task, seed=seed, backend=backend, max_steps=max_steps
-        )
+        episode = Episode(id=episode_id or uuid.uuid4().hex, task=task, seed=seed, backend=backend, max_steps=max_steps)
         self._episodes[episode.id] = episode
         return episode
 
@@ -115,9 +113,7 @@ class EpisodeTable:
     async def reap(self, *, now: float | None = None) -> list[str]:
         """Close the episodes idle for longer than the timeout; return their ids."""
         cutoff = (time.time() if now is None else now) - self.idle_timeout
-        idle = [
-            e.id for e in self._episodes.values() if e.last_active_at < cutoff and not e.lock.locked()
-        ]
+        idle = [e.id for e in self._episodes.values() if e.last_active_at < cutoff and not e.lock.locked()]
         for episode_id in idle:
             if episode_id in self._episodes:
                 await self.close(episode_id)

@@ -116,7 +116,9 @@ class Runtime:
         if not self.sim:
             raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
 
-    async def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
+    async def reset(
+        self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
+    ) -> StepResult:
         """Open a new episode and return its first observation."""
         self._require_sim("reset")
         started = time.perf_counter()

@@ -6,7 +6,7 @@ prod settings class (see :func:`load_settings`) for connection URLs and secrets.
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,15 +36,15 @@ class Settings(BaseSettings):
     )
 
 
-def load_settings(cls: type[SettingsT], *, required: tuple[str, ...] = ()) -> SettingsT:
+def load_settings(cls: type[SettingsT], *, required: tuple[str, ...] = (), **overrides: Any) -> SettingsT:
     """Build a settings class from the environment; a missing or bad value names the variable to set.
 
     ``required`` names fields that may default to ``None`` in general but must be set here
-    (prod connection URLs, say).
+    (prod connection URLs, say). ``overrides`` (command-line flags) win over the environment.
     """
     prefix = str(cls.model_config.get("env_prefix", ""))
     try:
-        settings = cls()
+        settings = cls(**overrides)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

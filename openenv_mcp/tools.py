@@ -113,9 +113,7 @@ class Toolbox(Generic[BackendT]):
             return self._tools[name]
         except KeyError:
             available = ", ".join(sorted(self._tools)) or "(none)"
-            raise ToolNotFound(
-                f"No tool {name!r} on server {self.server!r}; available: {available}"
-            ) from None
+            raise ToolNotFound(f"No tool {name!r} on server {self.server!r}; available: {available}") from None
 
     def bind(self, name: str, arguments: Mapping[str, Any] | None) -> BoundCall:
         """Validate ``arguments`` against the tool's input schema (the one validation)."""
@@ -170,7 +168,7 @@ class Toolbox(Generic[BackendT]):
         annotations = {key: value for key, value in hints.items() if value is not None}
 
         def register(func: ToolFn) -> ToolFn:
-            built = _build_tool(func, name or getattr(func, "__name__", ""), annotations)
+            built = _build_tool(func, name or str(getattr(func, "__name__", "")), annotations)
             if built.name in self._tools:
                 raise TypeError(
                     f"Tool {built.name!r} is declared twice on server {self.server!r}; "
@@ -211,7 +209,9 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
     fields: dict[str, Any] = {}
     for param in params[1:]:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)")
+            raise TypeError(
+                f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)"
+            )
         if param.name not in hints:
             raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
         annotation = hints[param.name]
@@ -220,7 +220,7 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
 
-    arguments = create_model(  # type: ignore[call-overload]
+    arguments = create_model(
         f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
     )
     input_schema = arguments.model_json_schema()

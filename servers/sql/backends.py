@@ -118,16 +118,19 @@ def _template() -> bytes:
 
 # SQLite authorizer action codes allowed for queries; everything else is denied.
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-_READ_PRAGMAS = {
-    "table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo", "read_uncommitted"
-}
+# Pragmas that only read, whatever their argument (the inspector uses them), and one that the
+# SQLAlchemy dialect reads on connect (allowed only as a read: with no value to set).
+_SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo"}
+_READ_ONLY_PRAGMAS = {"read_uncommitted"}
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
     if action in _ALLOWED_ACTIONS or action == sqlite3.SQLITE_TRANSACTION:
         return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS and arg2 is None:
-        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = (arg1 or "").lower()
+        if name in _SCHEMA_PRAGMAS or (name in _READ_ONLY_PRAGMAS and arg2 is None):
+            return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
 
@@ -151,7 +154,7 @@ class SqliteBackend:
     def __init__(self, settings: SqlSettings) -> None:
         self._settings = settings
         self._conn: Connection = _sim_engine().connect()
-        self._raw: sqlite3.Connection = self._conn.connection.dbapi_connection  # type: ignore[assignment]
+        self._raw: sqlite3.Connection = self._conn.connection.dbapi_connection
 
     @classmethod
     async def open(cls, task: object, seed: int, settings: SqlSettings) -> SqliteBackend:
@@ -207,9 +210,7 @@ class PostgresBackend:
     @classmethod
     async def open(cls, settings: SqlSettings) -> PostgresBackend:
         if settings.database_url is None:
-            raise ConfigError(
-                "Prod SQL needs a database: set SQL_DATABASE_URL (e.g. postgresql://reader@db:5432/shop)"
-            )
+            raise ConfigError("Prod SQL needs a database: set SQL_DATABASE_URL (e.g. postgresql://reader@db:5432/shop)")
         url = make_url(settings.database_url.get_secret_value())
         if url.get_backend_name() != "postgresql":
             raise ConfigError(f"SQL_DATABASE_URL must be a postgresql:// URL, not {url.get_backend_name()}://")
@@ -247,7 +248,9 @@ class PostgresBackend:
         except DBAPIError as exc:
             state = getattr(exc.orig, "sqlstate", None)
             if state is None or state.startswith(_UNAVAILABLE_CLASSES) or exc.connection_invalidated:
-                raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc.orig)}") from None
+                raise BackendUnavailable(
+                    f"PostgreSQL at {self._where} is unavailable: {_first_line(exc.orig)}"
+                ) from None
             raise ToolFailed(f"SQL error: {_first_line(exc.orig)}") from None
         except (OSError, SQLAlchemyError) as exc:
             raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc)}") from None

@@ -26,7 +26,7 @@ def single_read_statement(sql: str) -> str:
     if first not in _READS:
         shown = first or "(nothing)"
         raise ToolFailed(f"Only read-only queries are allowed (SELECT, WITH or VALUES), not {shown}")
-    return sql[:end].rstrip().rstrip(";").rstrip()
+    return sql[:end].strip()
 
 
 def _scan(sql: str) -> tuple[str, int]:

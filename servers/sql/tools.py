@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from openenv_mcp import ToolFailed, Toolbox
+from openenv_mcp import Toolbox, ToolFailed
 from servers.sql.backends import SqlBackend
 from servers.sql.models import Answer, Cell, QueryResult, TableSchema
 

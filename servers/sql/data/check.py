@@ -41,8 +41,7 @@ TASKS = HERE / "tasks.json"
 PG_DB = "sqlfixture_check"
 PG_HOST = os.environ.get("PGHOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("PGPORT", "5432"))
-TABLES = ["regions", "categories", "suppliers", "products", "employees",
-          "customers", "orders", "order_items"]
+TABLES = ["regions", "categories", "suppliers", "products", "employees", "customers", "orders", "order_items"]
 TASK_KEYS = ["id", "split", "question", "gold_sql", "ordered"]
 
 
@@ -99,8 +98,7 @@ def pg_connect(dbname: str):
     last = None
     for user in ("postgres", "root"):
         try:
-            return psycopg.connect(host=PG_HOST, port=PG_PORT, user=user,
-                                   dbname=dbname, autocommit=True), user
+            return psycopg.connect(host=PG_HOST, port=PG_PORT, user=user, dbname=dbname, autocommit=True), user
         except psycopg.OperationalError as e:  # try next user
             last = e
     raise last  # type: ignore[misc]
@@ -145,8 +143,7 @@ def main() -> int:
     counts = {}
     for t in TABLES:
         counts[t] = lite.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-    print("row counts: " + ", ".join(f"{t}={n}" for t, n in counts.items())
-          + f" (total {sum(counts.values())})")
+    print("row counts: " + ", ".join(f"{t}={n}" for t, n in counts.items()) + f" (total {sum(counts.values())})")
 
     errs = validate_tasks(tasks)
     for e in errs:
@@ -165,8 +162,7 @@ def main() -> int:
         t0 = time.perf_counter()
         # no parameters -> simple query protocol, multiple statements allowed
         pg.execute(script)
-        print(f"PostgreSQL ({user}@{PG_HOST}:{PG_PORT}/{PG_DB}) load time: "
-              f"{(time.perf_counter() - t0) * 1000:.1f} ms")
+        print(f"PostgreSQL ({user}@{PG_HOST}:{PG_PORT}/{PG_DB}) load time: {(time.perf_counter() - t0) * 1000:.1f} ms")
         for t in TABLES:
             n = pg.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
             if n != counts[t]:
@@ -201,8 +197,10 @@ def main() -> int:
                     detail = f"sqlite={lrows[:3]}... pg={prows[:3]}..."
             if status != "OK":
                 failures += 1
-            print(f"{tid:8s} {t['split']:5s} rows={len(lrows):3d} "
-                  f"{'ordered' if ordered else 'unordered':9s} {status} {detail}")
+            print(
+                f"{tid:8s} {t['split']:5s} rows={len(lrows):3d} "
+                f"{'ordered' if ordered else 'unordered':9s} {status} {detail}"
+            )
     finally:
         if pg is not None:
             pg.close()

@@ -67,23 +67,109 @@ CITIES = [
 ]
 
 FIRST_NAMES = [
-    "James", "Mary", "Robert", "Patricia", "John", "Jennifer", "Michael",
-    "Linda", "David", "Elizabeth", "William", "Barbara", "Richard", "Susan",
-    "Joseph", "Jessica", "Thomas", "Sarah", "Carlos", "Karen", "Daniel",
-    "Lisa", "Matthew", "Nancy", "Anthony", "Sandra", "Mark", "Ashley",
-    "Steven", "Emily", "Andrew", "Michelle", "Kevin", "Amanda", "Brian",
-    "Melissa", "Priya", "Stephanie", "Wei", "Rebecca", "Omar", "Laura",
-    "Diego", "Hannah", "Yuki", "Sofia", "Ethan", "Grace", "Noah", "Chloe",
+    "James",
+    "Mary",
+    "Robert",
+    "Patricia",
+    "John",
+    "Jennifer",
+    "Michael",
+    "Linda",
+    "David",
+    "Elizabeth",
+    "William",
+    "Barbara",
+    "Richard",
+    "Susan",
+    "Joseph",
+    "Jessica",
+    "Thomas",
+    "Sarah",
+    "Carlos",
+    "Karen",
+    "Daniel",
+    "Lisa",
+    "Matthew",
+    "Nancy",
+    "Anthony",
+    "Sandra",
+    "Mark",
+    "Ashley",
+    "Steven",
+    "Emily",
+    "Andrew",
+    "Michelle",
+    "Kevin",
+    "Amanda",
+    "Brian",
+    "Melissa",
+    "Priya",
+    "Stephanie",
+    "Wei",
+    "Rebecca",
+    "Omar",
+    "Laura",
+    "Diego",
+    "Hannah",
+    "Yuki",
+    "Sofia",
+    "Ethan",
+    "Grace",
+    "Noah",
+    "Chloe",
 ]
 
 LAST_NAMES = [
-    "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller",
-    "Davis", "Rodriguez", "Martinez", "Hernandez", "Lopez", "Wilson",
-    "Anderson", "Thomas", "Taylor", "Moore", "Jackson", "Martin", "Lee",
-    "Thompson", "White", "Harris", "Clark", "Lewis", "Robinson", "Walker",
-    "Young", "Allen", "King", "Wright", "Scott", "Nguyen", "Hill", "Flores",
-    "Green", "Adams", "Nelson", "Baker", "Campbell", "O'Connor", "Patel",
-    "Kim", "Chen", "O'Brien", "Murphy", "Rivera", "Cooper", "Reed", "Bailey",
+    "Smith",
+    "Johnson",
+    "Williams",
+    "Brown",
+    "Jones",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Hernandez",
+    "Lopez",
+    "Wilson",
+    "Anderson",
+    "Thomas",
+    "Taylor",
+    "Moore",
+    "Jackson",
+    "Martin",
+    "Lee",
+    "Thompson",
+    "White",
+    "Harris",
+    "Clark",
+    "Lewis",
+    "Robinson",
+    "Walker",
+    "Young",
+    "Allen",
+    "King",
+    "Wright",
+    "Scott",
+    "Nguyen",
+    "Hill",
+    "Flores",
+    "Green",
+    "Adams",
+    "Nelson",
+    "Baker",
+    "Campbell",
+    "O'Connor",
+    "Patel",
+    "Kim",
+    "Chen",
+    "O'Brien",
+    "Murphy",
+    "Rivera",
+    "Cooper",
+    "Reed",
+    "Bailey",
 ]
 
 EMAIL_DOMAINS = ["example.com", "mail.example.org", "inbox.example.net"]
@@ -94,29 +180,40 @@ CATEGORIES = [
         "Coffee & Tea",
         "Whole beans, loose-leaf teas and brewing gear",
         [
-            ("Ethiopian Yirgacheffe Beans", 18), ("Colombian Supremo Beans", 15),
-            ("House Espresso Blend", 14), ("Decaf Swiss Water Beans", 16),
-            ("Earl Grey Loose Leaf", 11), ("Sencha Green Tea", 13),
-            ("Chai Spice Blend", 10), ("Ceramic Pour-Over Dripper", 28),
+            ("Ethiopian Yirgacheffe Beans", 18),
+            ("Colombian Supremo Beans", 15),
+            ("House Espresso Blend", 14),
+            ("Decaf Swiss Water Beans", 16),
+            ("Earl Grey Loose Leaf", 11),
+            ("Sencha Green Tea", 13),
+            ("Chai Spice Blend", 10),
+            ("Ceramic Pour-Over Dripper", 28),
         ],
     ),
     (
         "Kitchenware",
         "Cookware, utensils and kitchen tools",
         [
-            ("Cast Iron Skillet 10in", 39), ("Chef's Knife 8in", 79),
-            ("Bamboo Cutting Board", 24), ("Stainless Mixing Bowl Set", 34),
-            ("Silicone Spatula Set", 15), ("Enamel Dutch Oven", 119),
-            ("Digital Kitchen Scale", 27), ("French Press 1L", 36),
+            ("Cast Iron Skillet 10in", 39),
+            ("Chef's Knife 8in", 79),
+            ("Bamboo Cutting Board", 24),
+            ("Stainless Mixing Bowl Set", 34),
+            ("Silicone Spatula Set", 15),
+            ("Enamel Dutch Oven", 119),
+            ("Digital Kitchen Scale", 27),
+            ("French Press 1L", 36),
         ],
     ),
     (
         "Stationery",
         "Notebooks, pens and desk supplies",
         [
-            ("Dotted Notebook A5", 14), ("Gel Pen 12-Pack", 12),
-            ("Fountain Pen Classic", 42), ("Kraft Sticky Notes", 6),
-            ("Leather Desk Pad", 48), ("Weekly Planner 2024", 19),
+            ("Dotted Notebook A5", 14),
+            ("Gel Pen 12-Pack", 12),
+            ("Fountain Pen Classic", 42),
+            ("Kraft Sticky Notes", 6),
+            ("Leather Desk Pad", 48),
+            ("Weekly Planner 2024", 19),
             ("Brass Paper Clips", 5),
         ],
     ),
@@ -124,9 +221,12 @@ CATEGORIES = [
         "Electronics",
         "Small gadgets and accessories",
         [
-            ("Wireless Earbuds", 89), ("USB-C Charging Hub", 45),
-            ("Bluetooth Speaker Mini", 39), ("LED Desk Lamp", 49),
-            ("Portable Power Bank 10000mAh", 32), ("Mechanical Keyboard", 129),
+            ("Wireless Earbuds", 89),
+            ("USB-C Charging Hub", 45),
+            ("Bluetooth Speaker Mini", 39),
+            ("LED Desk Lamp", 49),
+            ("Portable Power Bank 10000mAh", 32),
+            ("Mechanical Keyboard", 129),
             ("Noise-Cancelling Headphones", 249),
         ],
     ),
@@ -134,8 +234,10 @@ CATEGORIES = [
         "Home Decor",
         "Candles, textiles and decorative accents",
         [
-            ("Soy Candle Lavender", 22), ("Linen Throw Pillow", 38),
-            ("Ceramic Vase Tall", 54), ("Woven Storage Basket", 31),
+            ("Soy Candle Lavender", 22),
+            ("Linen Throw Pillow", 38),
+            ("Ceramic Vase Tall", 54),
+            ("Woven Storage Basket", 31),
             ("Wool Throw Blanket", 89),
         ],
     ),
@@ -143,8 +245,10 @@ CATEGORIES = [
         "Outdoor",
         "Gear for camping and the trail",
         [
-            ("Insulated Water Bottle", 29), ("Trekking Poles Pair", 69),
-            ("Camping Lantern", 35), ("Packable Rain Jacket", 119),
+            ("Insulated Water Bottle", 29),
+            ("Trekking Poles Pair", 69),
+            ("Camping Lantern", 35),
+            ("Packable Rain Jacket", 119),
             ("Hammock Single", 59),
         ],
     ),
@@ -179,6 +283,7 @@ ORDER_STATUSES = ["delivered", "shipped", "pending", "cancelled"]
 # Helpers
 # --------------------------------------------------------------------------
 
+
 def money(x: float | Decimal) -> Decimal:
     return Decimal(str(x)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
@@ -202,10 +307,8 @@ def sql_literal(v) -> str:
 def insert_statements(table: str, cols: list[str], rows: list[tuple]) -> list[str]:
     out = []
     for i in range(0, len(rows), BATCH):
-        chunk = rows[i:i + BATCH]
-        values = ",\n".join(
-            "(" + ", ".join(sql_literal(v) for v in row) + ")" for row in chunk
-        )
+        chunk = rows[i : i + BATCH]
+        values = ",\n".join("(" + ", ".join(sql_literal(v) for v in row) + ")" for row in chunk)
         out.append(f"INSERT INTO {table} ({', '.join(cols)}) VALUES\n{values};")
     return out
 
@@ -300,13 +403,13 @@ CREATE TABLE order_items (
 # Data
 # --------------------------------------------------------------------------
 
+
 def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
     tables: list[tuple[str, list[str], list[tuple]]] = []
 
     # regions ---------------------------------------------------------------
     region_id = {name: i + 1 for i, name in enumerate(REGIONS)}
-    tables.append(("regions", ["region_id", "name"],
-                   [(i, n) for n, i in region_id.items()]))
+    tables.append(("regions", ["region_id", "name"], [(i, n) for n, i in region_id.items()]))
 
     # categories ------------------------------------------------------------
     cat_rows = []
@@ -316,8 +419,7 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
 
     # suppliers -------------------------------------------------------------
     sup_rows = [(i, n, c, k) for i, (n, c, k) in enumerate(SUPPLIERS, start=1)]
-    tables.append(("suppliers", ["supplier_id", "company_name", "city", "country"],
-                   sup_rows))
+    tables.append(("suppliers", ["supplier_id", "company_name", "city", "country"], sup_rows))
 
     # products --------------------------------------------------------------
     prod_rows = []
@@ -335,10 +437,13 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
         prod_rows[idx][6] = 1
         prod_rows[idx][5] = 0
     never_ordered = {prod_rows[idx][0] for idx in discontinued[:2]}
-    tables.append(("products",
-                   ["product_id", "name", "category_id", "supplier_id",
-                    "unit_price", "units_in_stock", "discontinued"],
-                   [tuple(r) for r in prod_rows]))
+    tables.append(
+        (
+            "products",
+            ["product_id", "name", "category_id", "supplier_id", "unit_price", "units_in_stock", "discontinued"],
+            [tuple(r) for r in prod_rows],
+        )
+    )
     price_of = {r[0]: r[4] for r in prod_rows}
 
     # employees -------------------------------------------------------------
@@ -354,8 +459,7 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
     emp_rows = []
     # 1: general manager (no manager, no region)
     fn, ln = person_name()
-    emp_rows.append((1, fn, ln, "General Manager", dt.date(2015, 3, 2),
-                     money(148000), None, None))
+    emp_rows.append((1, fn, ln, "General Manager", dt.date(2015, 3, 2), money(148000), None, None))
     # 2-4: sales managers, report to GM, each covers a region
     mgr_regions = {2: region_id["Northeast"], 3: region_id["Midwest"], 4: region_id["West"]}
     for eid in (2, 3, 4):
@@ -365,25 +469,34 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
         emp_rows.append((eid, fn, ln, "Sales Manager", hired, salary, 1, mgr_regions[eid]))
     # 5: operations lead, reports to GM
     fn, ln = person_name()
-    emp_rows.append((5, fn, ln, "Operations Lead", dt.date(2018, 6, 11),
-                     money(87500), 1, None))
+    emp_rows.append((5, fn, ln, "Operations Lead", dt.date(2018, 6, 11), money(87500), 1, None))
     # 6-15: sales representatives
     rep_plan = [  # (manager_id, region)
-        (2, "Northeast"), (2, "Northeast"), (2, "Southeast"), (2, "Southeast"),
-        (3, "Midwest"), (3, "Midwest"), (3, "Southwest"),
-        (4, "West"), (4, "West"), (4, "Southwest"),
+        (2, "Northeast"),
+        (2, "Northeast"),
+        (2, "Southeast"),
+        (2, "Southeast"),
+        (3, "Midwest"),
+        (3, "Midwest"),
+        (3, "Southwest"),
+        (4, "West"),
+        (4, "West"),
+        (4, "Southwest"),
     ]
     for eid, (mgr, reg) in enumerate(rep_plan, start=6):
         fn, ln = person_name()
         hired = rand_date(rng, dt.date(2019, 1, 1), dt.date(2022, 10, 31))
         senior = eid in (6, 10, 13)
         title = "Senior Sales Representative" if senior else "Sales Representative"
-        salary = money(rng.randrange(68000, 78000, 250) if senior
-                       else rng.randrange(52000, 66000, 250))
+        salary = money(rng.randrange(68000, 78000, 250) if senior else rng.randrange(52000, 66000, 250))
         emp_rows.append((eid, fn, ln, title, hired, salary, mgr, region_id[reg]))
-    tables.append(("employees",
-                   ["employee_id", "first_name", "last_name", "title", "hire_date",
-                    "salary", "manager_id", "region_id"], emp_rows))
+    tables.append(
+        (
+            "employees",
+            ["employee_id", "first_name", "last_name", "title", "hire_date", "salary", "manager_id", "region_id"],
+            emp_rows,
+        )
+    )
     reps_by_region: dict[int, list[int]] = {}
     for r in emp_rows:
         if r[3].endswith("Sales Representative"):
@@ -401,9 +514,13 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
             email = f"{local}{rng.randint(1, 99)}@{rng.choice(EMAIL_DOMAINS)}"
         signup = rand_date(rng, dt.date(2021, 1, 1), dt.date(2024, 6, 30))
         cust_rows.append((cid, fn, ln, email, city, state, region_id[reg], signup))
-    tables.append(("customers",
-                   ["customer_id", "first_name", "last_name", "email", "city",
-                    "state", "region_id", "signup_date"], cust_rows))
+    tables.append(
+        (
+            "customers",
+            ["customer_id", "first_name", "last_name", "email", "city", "state", "region_id", "signup_date"],
+            cust_rows,
+        )
+    )
 
     # orders ----------------------------------------------------------------
     # Customer activity is skewed: some loyal customers, a handful who never ordered.
@@ -427,10 +544,8 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
         start = max(ORDER_START, signup)
         odate = rand_date(rng, start, ORDER_END)
         reg = cust[6]
-        if rng.random() < 0.08:
-            eid = rng.choice([2, 3, 4])  # a manager closes the occasional sale
-        else:
-            eid = rng.choice(reps_by_region[reg])
+        # a manager closes the occasional sale
+        eid = rng.choice([2, 3, 4]) if rng.random() < 0.08 else rng.choice(reps_by_region[reg])
         days_to_end = (ORDER_END - odate).days
         r = rng.random()
         if r < 0.06:
@@ -449,10 +564,10 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
         order_rows.append((oid, cid, eid, odate, shipped, status))
     # order_id follows chronological order, like an auto-increment would.
     order_rows.sort(key=lambda r: (r[3], r[1], r[2]))
-    order_rows = [(i,) + r[1:] for i, r in enumerate(order_rows, start=1)]
-    tables.append(("orders",
-                   ["order_id", "customer_id", "employee_id", "order_date",
-                    "shipped_date", "status"], order_rows))
+    order_rows = [(i, *r[1:]) for i, r in enumerate(order_rows, start=1)]
+    tables.append(
+        ("orders", ["order_id", "customer_id", "employee_id", "order_date", "shipped_date", "status"], order_rows)
+    )
 
     # order_items -----------------------------------------------------------
     orderable = [p[0] for p in prod_rows if p[0] not in never_ordered]
@@ -475,16 +590,14 @@ def build(rng: random.Random) -> list[tuple[str, list[str], list[tuple]]]:
                 # prices were raised at the start of 2024
                 price = money(float(price) * 0.95)
             item_rows.append((item_id, o[0], p, qty, price))
-    tables.append(("order_items",
-                   ["order_item_id", "order_id", "product_id", "quantity",
-                    "unit_price"], item_rows))
+    tables.append(("order_items", ["order_item_id", "order_id", "product_id", "quantity", "unit_price"], item_rows))
     return tables
 
 
 def render(tables) -> str:
     parts = [
         "-- SQL environment fixture: a small specialty-retail business.",
-        "-- Generated by servers/sql/data/generate.py (seed %d); do not edit by hand." % SEED,
+        f"-- Generated by servers/sql/data/generate.py (seed {SEED}); do not edit by hand.",
         "-- Portable between SQLite and PostgreSQL 15.",
         "",
         SCHEMA,
