@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from servers.sql import environment as sql_environment
+from servers.sql.backends import fixture_sql
+from tests.support import LiveServer, live_server, scratch_database
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database with the SQL fixture, reached through a SELECT-only role."""
+    with scratch_database(fixture_sql()) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sim_server() -> Iterator[LiveServer]:
+    with live_server(sql_environment, mode="sim", max_episodes=64) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def prod_server(pg_url: str, monkeypatch_module: Any) -> Iterator[LiveServer]:
+    monkeypatch_module.setenv("SQL_DATABASE_URL", pg_url)
+    monkeypatch_module.setenv("SQL_STATEMENT_TIMEOUT_MS", "1000")
+    with live_server(sql_environment, mode="prod") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch

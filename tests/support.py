@@ -1,0 +1,111 @@
+"""Shared test helpers: a real uvicorn server on a free port, and a scratch PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from openenv_mcp.app import build_app, build_runtime
+from openenv_mcp.environment import Environment
+from openenv_mcp.runtime import Runtime
+from openenv_mcp.settings import Settings
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+PG_ADMIN_URL = os.environ.get("OPENENV_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@dataclass
+class LiveServer:
+    url: str
+    runtime: Runtime
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.url}/mcp"
+
+
+@contextmanager
+def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveServer]:
+    """Serve ``env`` with uvicorn on a free port in a background thread, as ``openenv-mcp serve`` does."""
+    runtime = build_runtime(env, Settings(**{"port": 0, **settings}))
+    config = uvicorn.Config(build_app(runtime), host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start within 20 s")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield LiveServer(url=f"http://127.0.0.1:{port}", runtime=runtime)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+def require_service(what: str, error: BaseException) -> None:
+    """Skip outside CI when a real service is absent; in CI its absence is a failure."""
+    if IN_CI:
+        pytest.fail(f"{what} must run in CI but is unavailable: {error}")
+    pytest.skip(f"{what} is not running here ({error}); CI runs this test against the real service")
+
+
+@contextmanager
+def scratch_database(fixture_sql: str) -> Iterator[str]:
+    """A fresh PostgreSQL database loaded with ``fixture_sql``; yields a URL for a SELECT-only role."""
+    import psycopg
+    from psycopg import sql
+
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        require_service("PostgreSQL", exc)
+    name = f"openenv_test_{uuid.uuid4().hex[:10]}"
+    reader = "openenv_reader"
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone()
+        if not exists:
+            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(reader)))
+        try:
+            base = PG_ADMIN_URL.rsplit("/", 1)[0]
+            with psycopg.connect(f"{base}/{name}", autocommit=True) as db:
+                db.execute(fixture_sql)
+                db.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(reader)))
+                db.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(reader)))
+            host = base.split("@", 1)[1]
+            yield f"postgresql://{reader}@{host}/{name}"
+        finally:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, *, timeout: float = 20.0) -> httpx.Response:
+    """Poll ``url`` until it answers (any status); bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return httpx.get(url, timeout=2)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

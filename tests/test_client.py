@@ -1,0 +1,69 @@
+"""The typed clients: results are typed, server errors become the package's exceptions."""
+
+from __future__ import annotations
+
+import pytest
+
+from openenv_mcp import (
+    AsyncEnvClient,
+    EnvClient,
+    EpisodeFinished,
+    EpisodeNotFound,
+    InvalidToolArguments,
+    ResetNeeded,
+    StepResult,
+    ToolNotFound,
+)
+from tests.support import LiveServer
+
+
+def test_sync_client_runs_an_episode(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as env:
+        first = env.reset(task_id="sql-001")
+        assert isinstance(first, StepResult) and "customer" in first.observation.text
+        result = env.step("run_query", {"sql": "SELECT COUNT(*) FROM customers"})
+        assert result.observation.structured_content == {
+            "columns": ["COUNT(*)"],
+            "rows": [[60]],
+            "row_count": 1,
+            "truncated": False,
+        }
+        final = env.step("submit_answer", {"rows": [[60]]})
+        assert (final.reward, final.done) == (1.0, True)
+        state = env.state()
+        assert (state.step_count, state.total_reward, state.done) == (2, 1.0, True)
+        with pytest.raises(EpisodeFinished, match="POST /reset"):
+            env.step("list_tables")
+        episode = env.episode_id
+    assert episode is not None
+    with EnvClient(sim_server.url) as other, pytest.raises(EpisodeNotFound):
+        other.state(episode_id=episode)  # the context manager closed it
+
+
+def test_sync_client_raises_typed_errors(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as env:
+        with pytest.raises(ResetNeeded, match="reset"):
+            env.step("list_tables")
+        env.reset(seed=2)
+        with pytest.raises(ToolNotFound, match="available"):
+            env.step("nope")
+        with pytest.raises(InvalidToolArguments, match="sql"):
+            env.step("run_query", {"sql": ["x"]})
+        assert env.tasks(split="test").splits["test"] >= 5
+
+
+@pytest.mark.anyio
+async def test_async_client_runs_episodes_concurrently(sim_server: LiveServer) -> None:
+    import anyio
+
+    rewards: list[float] = []
+
+    async def one(task: str, sql: str) -> None:
+        async with AsyncEnvClient(sim_server.url) as env:
+            await env.reset(task_id=task)
+            rewards.append((await env.step("submit_answer", {"sql": sql})).reward)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one, "sql-001", "SELECT COUNT(*) FROM customers")
+        group.start_soon(one, "sql-001", "SELECT 0")
+    assert sorted(rewards) == [0.0, 1.0]

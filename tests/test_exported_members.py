@@ -1,0 +1,48 @@
+import openenv_mcp
+
+
+def test_public_api_is_pinned() -> None:
+    assert openenv_mcp.__all__ == sorted(openenv_mcp.__all__)
+    assert openenv_mcp.__all__ == [
+        "Action",
+        "AsyncEnvClient",
+        "BackendUnavailable",
+        "BoundCall",
+        "CapacityExceeded",
+        "ConfigError",
+        "EnvClient",
+        "Environment",
+        "EpisodeError",
+        "EpisodeFinished",
+        "EpisodeNotFound",
+        "EpisodeState",
+        "Grade",
+        "InvalidToolArguments",
+        "ModeError",
+        "Observation",
+        "OpenEnvError",
+        "RegistryError",
+        "ResetNeeded",
+        "Settings",
+        "StepResult",
+        "Task",
+        "TaskInfo",
+        "TaskSet",
+        "Tool",
+        "ToolError",
+        "ToolFailed",
+        "ToolNotFound",
+        "Toolbox",
+    ]
+    for name in openenv_mcp.__all__:
+        assert getattr(openenv_mcp, name) is not None
+
+
+def test_only_the_adapter_imports_the_mcp_sdk() -> None:
+    from pathlib import Path
+
+    package = Path(openenv_mcp.__file__).parent
+    importers = sorted(
+        p.name for p in package.glob("*.py") if "from mcp" in p.read_text() or "import mcp" in p.read_text()
+    )
+    assert importers == ["mcp_adapter.py"]

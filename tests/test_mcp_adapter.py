@@ -1,0 +1,137 @@
+"""MCP through the official SDK client: Streamable HTTP and stdio, both modes, reward in _meta."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.support import LiveServer
+
+pytestmark = pytest.mark.anyio
+
+REWARD, DONE, EPISODE = "openenv-mcp/reward", "openenv-mcp/done", "openenv-mcp/episode_id"
+
+
+@asynccontextmanager
+async def http_client(server: LiveServer, episode: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+    headers = {"X-Episode-Id": episode} if episode else {}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        transport = streamable_http_client(server.mcp_url, http_client=http)
+        async with Client(transport, mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+
+
+def tools_as_json(result: Any) -> list[dict[str, Any]]:
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def test_episode_header_binds_call_and_meta_carries_reward(sim_server: LiveServer, protocol: str) -> None:
+    with httpx2.Client(base_url=sim_server.url) as http:
+        episode = http.post("/reset", json={"task_id": "sql-001"}).json()["episode_id"]
+    async with http_client(sim_server, episode, protocol) as client:
+        listed = await client.call_tool("list_tables", {})
+        assert listed.meta is not None
+        assert listed.meta[EPISODE] == episode and listed.meta[REWARD] == 0.0 and listed.meta[DONE] is False
+        assert "customers" in listed.structured_content["result"]
+        answer = await client.call_tool("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})
+        assert answer.meta is not None and answer.meta[REWARD] == 1.0 and answer.meta[DONE] is True
+        after = await client.call_tool("list_tables", {})
+        assert after.is_error and "POST /reset" in after.content[0].text
+    state = sim_server.runtime.episodes.get(episode)
+    assert state.step_count == 2 and state.total_reward == 1.0
+
+
+async def test_call_without_header_uses_the_default_episode(sim_server: LiveServer) -> None:
+    async with http_client(sim_server) as client:
+        first = await client.call_tool("list_tables", {})
+        second = await client.call_tool("list_tables", {})
+    assert first.meta is not None and second.meta is not None
+    assert first.meta[EPISODE] == second.meta[EPISODE] == "default"
+    assert second.meta["openenv-mcp/step_count"] == first.meta["openenv-mcp/step_count"] + 1
+
+
+async def test_default_episode_starts_afresh_after_done(sim_server: LiveServer) -> None:
+    async with http_client(sim_server) as client:
+        done = await client.call_tool("submit_answer", {"rows": [[0]]})
+        assert done.meta is not None and done.meta[DONE] is True
+        again = await client.call_tool("list_tables", {})
+    assert again.meta is not None and again.meta["openenv-mcp/step_count"] == 1 and not again.is_error
+
+
+async def test_invalid_arguments_are_a_tool_error_and_unknown_tool_a_protocol_error(sim_server: LiveServer) -> None:
+    async with http_client(sim_server) as client:
+        bad = await client.call_tool("run_query", {"sql": 7})
+        assert bad.is_error and "Input should be a valid string" in bad.content[0].text
+        with pytest.raises(MCPError, match="available: describe_table"):
+            await client.call_tool("no_such_tool", {})
+        still = await client.call_tool("run_query", {"sql": "SELECT 1 AS one"})
+        assert still.structured_content == {"columns": ["one"], "rows": [[1]], "row_count": 1, "truncated": False}
+
+
+async def test_unknown_episode_header_is_a_tool_error(sim_server: LiveServer) -> None:
+    async with http_client(sim_server, "ghost") as client:
+        result = await client.call_tool("list_tables", {})
+    assert result.is_error and "Unknown episode 'ghost'" in result.content[0].text
+    assert result.meta is not None and result.meta["openenv-mcp/error"] == "episode_not_found"
+
+
+@pytest.mark.prod
+async def test_tool_list_is_identical_in_sim_and_prod(sim_server: LiveServer, prod_server: LiveServer) -> None:
+    async with http_client(sim_server) as sim, http_client(prod_server) as prod:
+        sim_tools, prod_tools = tools_as_json(await sim.list_tools()), tools_as_json(await prod.list_tools())
+    assert [t["name"] for t in sim_tools] == ["list_tables", "describe_table", "run_query", "submit_answer"]
+    assert sim_tools == prod_tools
+    assert all("inputSchema" in t and "outputSchema" in t and t["description"] for t in sim_tools)
+
+
+@pytest.mark.prod
+async def test_prod_call_has_no_episode_and_no_reward(prod_server: LiveServer) -> None:
+    async with http_client(prod_server, "ignored-in-prod") as client:
+        result = await client.call_tool("run_query", {"sql": "SELECT COUNT(*) FROM orders"})
+    assert result.structured_content["rows"] == [[300]]
+    assert not (result.meta or {}).get(REWARD)
+
+
+def stdio_params(mode: str, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "openenv_mcp.cli",
+            "serve",
+            "sql",
+            "--transport",
+            "stdio",
+            "--mode",
+            mode,
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, **env},
+    )
+
+
+async def test_stdio_lists_and_calls_in_sim() -> None:
+    async with Client(stdio_params("sim")) as client:
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools] == ["list_tables", "describe_table", "run_query", "submit_answer"]
+        result = await client.call_tool("describe_table", {"table": "orders"})
+        assert result.meta is not None and result.meta[EPISODE] == "default"
+        assert {c["name"] for c in result.structured_content["columns"]} >= {"order_id", "customer_id"}
+
+
+@pytest.mark.prod
+async def test_stdio_serves_prod_from_postgres(pg_url: str) -> None:
+    async with Client(stdio_params("prod", SQL_DATABASE_URL=pg_url)) as client:
+        result = await client.call_tool("run_query", {"sql": "SELECT name FROM regions ORDER BY region_id LIMIT 1"})
+    assert result.structured_content["rows"] == [["Northeast"]]
