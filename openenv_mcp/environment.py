@@ -33,6 +33,8 @@ class Environment(Generic[BackendT, TaskT]):
         grade: Computes a step's reward and whether the episode is done, from the task, the
             episode's backend, the call and its result. The one place rewards are computed.
         prod_requires: Settings fields that must be set in prod (checked before serving starts).
+        examples: A few valid tool calls ``(tool, arguments)`` that work on any task; the
+            conformance check replays them for determinism and the benchmark times them.
         max_steps: Steps after which an episode is done whatever the grade says.
         version: The server's version, as MCP ``serverInfo`` reports it.
     """
@@ -46,5 +48,6 @@ class Environment(Generic[BackendT, TaskT]):
     prod_backend: Callable[[Any], Awaitable[BackendT]]
     grade: Callable[[TaskT, BackendT, BoundCall, Observation], Awaitable[Grade]]
     prod_requires: tuple[str, ...] = ()
+    examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     max_steps: int = 20
     version: str = "0.1.0"

@@ -61,6 +61,10 @@ class McpDoor:
         )
         self.session_manager: StreamableHTTPSessionManager | None = None
 
+    def tool_list(self) -> list[dict[str, Any]]:
+        """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in self._tools.tools]
+
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self._tools
 

@@ -27,5 +27,10 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
     prod_backend=PostgresBackend.open,
     grade=grade,
     prod_requires=("database_url",),
+    examples=(
+        ("list_tables", {}),
+        ("describe_table", {"table": "orders"}),
+        ("run_query", {"sql": "SELECT status, COUNT(*) FROM orders GROUP BY status ORDER BY status"}),
+    ),
     max_steps=20,
 )

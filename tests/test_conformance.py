@@ -1,0 +1,22 @@
+"""Every installed server passes the shared conformance check; a broken one is caught."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from openenv_mcp.catalog import load_environment, server_names
+from openenv_mcp.conformance import ConformanceError, check_environment
+from servers.sql import environment as sql
+
+
+@pytest.mark.parametrize("name", server_names())
+def test_server_conforms(name: str) -> None:
+    check_environment(load_environment(name))
+
+
+def test_a_nondeterministic_or_badly_declared_server_is_caught() -> None:
+    broken = dataclasses.replace(sql, examples=(("no_such_tool", {}),))
+    with pytest.raises(ConformanceError, match="example calls unknown tool 'no_such_tool'"):
+        check_environment(broken)
