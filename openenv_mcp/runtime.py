@@ -72,6 +72,7 @@ class Runtime:
         self.metrics = Metrics(server=env.name, mode=self.mode, open_episodes=lambda: len(self.episodes))
         self._backend: Any = None  # prod: the shared backend; sim: a probe backend for /readyz
         self._default_lock = asyncio.Lock()
+        self._defaults_opened = 0
         self._reaper: asyncio.Task[None] | None = None
 
     @property
@@ -149,8 +150,10 @@ class Runtime:
                 if not episode.done:
                     return episode
                 await self.episodes.close(DEFAULT_EPISODE)
-            task = self.tasks.pick(task_id=None, split=None, seed=0)
-            return await self._open(task, 0, DEFAULT_EPISODE)
+            seed = self._defaults_opened  # 0, 1, 2...: each new default episode moves to the next draw
+            self._defaults_opened += 1
+            task = self.tasks.pick(task_id=None, split=None, seed=seed)
+            return await self._open(task, seed, DEFAULT_EPISODE)
 
     def episode(self, episode_id: str) -> Episode:
         self._require_sim("Episode state")

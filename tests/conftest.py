@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from servers.sql import environment as sql_environment
-from servers.sql.backends import fixture_sql
-from tests.support import LiveServer, live_server, scratch_database
+from servers.sql.load import load
+from tests.support import LiveServer, as_role, live_server, scratch_database
 
 
 @pytest.fixture
@@ -18,8 +18,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database with the SQL fixture, reached through a SELECT-only role."""
-    with scratch_database(fixture_sql()) as url:
-        yield url
+    with scratch_database(lambda url: load(url, reader="openenv_reader")) as url:
+        yield as_role(url, "openenv_reader")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -63,8 +63,8 @@ def require_service(what: str, error: BaseException) -> None:
 
 
 @contextmanager
-def scratch_database(fixture_sql: str) -> Iterator[str]:
-    """A fresh PostgreSQL database loaded with ``fixture_sql``; yields a URL for a SELECT-only role."""
+def scratch_database(load: Callable[[str], None] | None = None) -> Iterator[str]:
+    """A fresh PostgreSQL database, filled by ``load(admin_url)`` if given; yields its admin URL."""
     import psycopg
     from psycopg import sql
 
@@ -73,22 +73,21 @@ def scratch_database(fixture_sql: str) -> Iterator[str]:
     except psycopg.OperationalError as exc:
         require_service("PostgreSQL", exc)
     name = f"openenv_test_{uuid.uuid4().hex[:10]}"
-    reader = "openenv_reader"
+    url = f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
     with admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone()
-        if not exists:
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(reader)))
         try:
-            base = PG_ADMIN_URL.rsplit("/", 1)[0]
-            with psycopg.connect(f"{base}/{name}", autocommit=True) as db:
-                db.execute(fixture_sql)
-                db.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(reader)))
-                db.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(reader)))
-            host = base.split("@", 1)[1]
-            yield f"postgresql://{reader}@{host}/{name}"
+            if load is not None:
+                load(url)
+            yield url
         finally:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def as_role(url: str, role: str) -> str:
+    """``url`` with its user replaced by ``role`` (trust authentication here)."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{role}@{rest.split('@', 1)[1]}"
 
 
 def free_port() -> int:

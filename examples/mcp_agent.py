@@ -1,0 +1,47 @@
+"""An MCP agent loop against a running server, with the official MCP SDK client.
+
+    scripts/serve &                                    # sql, sim mode, port 8000
+    .venv/bin/python examples/mcp_agent.py http://127.0.0.1:8000
+
+The "agent" here is scripted (explore the schema, query, answer); swap in your model's
+tool-calling loop. In sim mode it first opens an episode over HTTP and sends its id as the
+X-Episode-Id header, so each tool result's _meta carries that episode's reward and done flag.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def main(base_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url) as control:
+        first = (await control.post("/reset", json={"task_id": "sql-001"})).json()
+    print("task:", first["observation"]["content"][0]["text"].splitlines()[0])
+
+    headers = {"X-Episode-Id": first["episode_id"]}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as agent,
+    ):
+        tools = await agent.list_tools()
+        print("tools:", ", ".join(tool.name for tool in tools.tools))
+        tables = await agent.call_tool("list_tables", {})
+        print("tables:", ", ".join(tables.structured_content["result"]))
+        columns = await agent.call_tool("describe_table", {"table": "customers"})
+        print("customers:", ", ".join(c["name"] for c in columns.structured_content["columns"]))
+        answer = await agent.call_tool("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})
+        meta = answer.meta or {}
+        print(
+            f"answer: {answer.structured_content['rows']}  reward: {meta['openenv-mcp/reward']}"
+            f"  done: {meta['openenv-mcp/done']}"
+        )
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000")

@@ -1,0 +1,57 @@
+"""Load the shipped fixture into a PostgreSQL database, for demos and for the prod tests.
+
+    python -m servers.sql.load postgresql://postgres@127.0.0.1:5432/shop [--create] [--reader NAME]
+
+``--create`` creates the database first; ``--reader`` creates (if needed) a login role with
+SELECT only, the role a prod server should connect as.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import psycopg
+from psycopg import sql
+from sqlalchemy.engine import make_url
+
+from servers.sql.backends import fixture_sql
+
+__all__ = ["load"]
+
+
+def load(url: str, *, create: bool = False, reader: str | None = None) -> None:
+    """Create the fixture's tables and rows in ``url`` (which must not have them yet)."""
+    target = make_url(url)
+    plain = target.set(drivername="postgresql").render_as_string(hide_password=False)
+    if create:
+        admin = target.set(database="postgres", drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(target.database))))
+    with psycopg.connect(plain, autocommit=False) as conn:
+        conn.execute(fixture_sql().encode())
+        if reader:
+            role = sql.Identifier(reader)
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone():
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
+            conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(role))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m servers.sql.load", description=__doc__.splitlines()[0])
+    parser.add_argument("url", help="postgresql://user@host:port/database")
+    parser.add_argument("--create", action="store_true", help="create the database first")
+    parser.add_argument("--reader", help="also create a SELECT-only login role with this name")
+    args = parser.parse_args(argv)
+    try:
+        load(args.url, create=args.create, reader=args.reader)
+    except psycopg.Error as exc:
+        print(f"load failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(f"loaded the SQL fixture into {make_url(args.url).render_as_string(hide_password=True)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
