@@ -1,8 +1,14 @@
-"""The ``openenv-mcp`` command line: ``list`` and ``serve``."""
+"""The ``openenv-mcp`` command line: ``list``, ``serve``, and the commands of other modules.
+
+Each subcommand sets ``handler`` (``args -> exit code``); a module with commands of its own
+exposes ``add_commands(subparsers)`` and is named in ``_COMMAND_MODULES``. Heavy imports stay
+inside handlers so ``--help`` and ``list`` start fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -13,35 +19,38 @@ from openenv_mcp.settings import Settings, load_settings
 
 __all__ = ["main"]
 
+_COMMAND_MODULES: tuple[str, ...] = ()
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openenv-mcp", description="MCP tool servers for training (sim) and production (prod)."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="list the installed servers")
+    commands.add_parser("list", help="list the installed servers").set_defaults(handler=_list)
     serve = commands.add_parser("serve", help="serve one environment over HTTP (control plane + /mcp) or stdio")
+    serve.set_defaults(handler=_serve)
     serve.add_argument("name", help="the server's name, as 'openenv-mcp list' shows it")
     serve.add_argument("--mode", choices=["sim", "prod"], help="sim or prod (default: $MODE, else sim)")
     serve.add_argument("--host", help="address to bind (default: $OPENENV_HOST, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default: $OPENENV_PORT, else 8000)")
     serve.add_argument("--transport", choices=["http", "stdio"], default="http", help="http (default) or stdio")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    for module in _COMMAND_MODULES:
+        importlib.import_module(module).add_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "list":
-            return _list()
-        return _serve(args)
+        return int(args.handler(args))
     except OpenEnvError as exc:
         print(f"openenv-mcp: {exc.message}", file=sys.stderr)
         return 2
 
 
-def _list() -> int:
+def _list(args: argparse.Namespace) -> int:
     from openenv_mcp.catalog import load_environment, server_names
 
     for name in server_names():

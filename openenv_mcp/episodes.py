@@ -54,9 +54,12 @@ class Episode:
 class EpisodeTable:
     """The open episodes of one server: a cap (clear 503 when full), idle reaping, explicit close."""
 
-    def __init__(self, *, capacity: int, idle_timeout: float) -> None:
+    def __init__(
+        self, *, capacity: int, idle_timeout: float, on_close: Callable[[Episode], None] | None = None
+    ) -> None:
         self.capacity = capacity
         self.idle_timeout = idle_timeout
+        self._on_close = on_close
         self._episodes: dict[str, Episode] = {}
         self._opening = 0
 
@@ -104,6 +107,8 @@ class EpisodeTable:
         episode = self.get(episode_id)
         del self._episodes[episode_id]
         await episode.backend.aclose()
+        if self._on_close is not None:
+            self._on_close(episode)
         return episode
 
     async def close_all(self) -> None:

@@ -25,6 +25,7 @@ from openenv_mcp.errors import (
 )
 from openenv_mcp.metrics import Metrics
 from openenv_mcp.models import Observation, StepResult, TaskInfo, TaskList, TextBlock
+from openenv_mcp.observers import EpisodeObserver
 from openenv_mcp.settings import Settings
 from openenv_mcp.tasks import Task, TaskSet
 
@@ -68,7 +69,10 @@ class Runtime:
         self.tools = env.tools
         self.tasks: TaskSet = env.tasks()
         self.max_steps = settings.max_steps or env.max_steps
-        self.episodes = EpisodeTable(capacity=settings.max_episodes, idle_timeout=settings.idle_timeout)
+        self.observers: list[EpisodeObserver] = []
+        self.episodes = EpisodeTable(
+            capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
+        )
         self.metrics = Metrics(server=env.name, mode=self.mode, open_episodes=lambda: len(self.episodes))
         self._backend: Any = None  # prod: the shared backend; sim: a probe backend for /readyz
         self._default_lock = asyncio.Lock()
@@ -81,8 +85,18 @@ class Runtime:
 
     # lifecycle -----------------------------------------------------------------------------
 
+    def observe(self, observer: EpisodeObserver) -> None:
+        """Show ``observer`` every reset, step and close from now on (sim mode)."""
+        self.observers.append(observer)
+
+    def _closed(self, episode: Episode) -> None:
+        for observer in self.observers:
+            observer.on_close(episode)
+
     async def start(self) -> None:
         """Open the prod backend (or, in sim, a probe that proves a sim backend can be built)."""
+        for observer in self.observers:
+            await observer.start()
         if self.sim:
             task = next(iter(self.tasks))
             self._backend = await self.env.sim_backend(task, 0, self.server_settings)
@@ -100,6 +114,8 @@ class Runtime:
         if self._backend is not None:
             await self._backend.aclose()
             self._backend = None
+        for observer in self.observers:
+            await observer.stop()
 
     async def readiness(self) -> dict[str, str]:
         """Each backend's ping: ``"ok"`` or why it failed."""
@@ -129,9 +145,12 @@ class Runtime:
         episode = await self._open(task, seed)
         self.metrics.resets.inc()
         self.metrics.reset_latency.observe(time.perf_counter() - started)
+        observation = task_observation(task, self.tools.names)
+        for observer in self.observers:
+            observer.on_reset(episode, observation)
         return StepResult.model_construct(
             episode_id=episode.id,
-            observation=task_observation(task, self.tools.names),
+            observation=observation,
             reward=0.0,
             done=False,
             info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
@@ -189,13 +208,17 @@ class Runtime:
                             f"Episode {episode.id!r} is done after {episode.step_count} steps "
                             f"(total reward {episode.total_reward:g}); POST /reset to start another"
                         )
+                    ran = time.perf_counter()
                     observation = await bound.run(episode.backend)
+                    ran = time.perf_counter() - ran
                     episode.step_count += 1
                     grade = await self.env.grade(episode.task, episode.backend, bound, observation)
                     episode.total_reward += grade.reward
                     episode.done = grade.done or episode.step_count >= episode.max_steps
                     episode.last_active_at = time.time()
                 result = Outcome(observation, episode, grade.reward, episode.done)
+                for observer in self.observers:
+                    observer.on_step(episode, bound, result, ran)
             if observation.is_error:
                 outcome = "tool_failed"
             return result
