@@ -32,14 +32,20 @@ class Metrics:
         self.reset_latency = Histogram(
             "openenv_reset_seconds", "Reset latency", buckets=_BUCKETS, registry=self.registry
         )
+        self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         episodes = Gauge("openenv_open_episodes", "Open sim episodes", registry=self.registry)
         episodes.set_function(lambda: float(open_episodes()))
         info = Gauge("openenv_server_info", "The server and its mode", list(labels), registry=self.registry)
         info.labels(**labels).set(1)
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
-        self.tool_calls.labels(tool, outcome).inc()
-        self.tool_latency.labels(tool).observe(seconds)
+        # labels() costs a lookup and a lock each time; the children are kept per (tool, outcome).
+        key = (tool, outcome)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.tool_calls.labels(tool, outcome), self.tool_latency.labels(tool))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
