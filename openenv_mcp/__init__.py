@@ -1,7 +1,7 @@
 """openenv-mcp: MCP tool servers that run the same tools in training (sim) and production (prod)."""
 
 from openenv_mcp.client import AsyncEnvClient, EnvClient
-from openenv_mcp.environment import Environment
+from openenv_mcp.environment import Environment, ProdService
 from openenv_mcp.errors import (
     BackendUnavailable,
     CapacityExceeded,
@@ -41,6 +41,7 @@ __all__ = [
     "ModeError",
     "Observation",
     "OpenEnvError",
+    "ProdService",
     "RegistryError",
     "ResetNeeded",
     "Settings",

@@ -53,6 +53,16 @@ def _check_declaration(env: Environment[Any, Any]) -> list[str]:
     for name, _ in env.examples:
         if name not in env.tools.names:
             problems.append(f"example calls unknown tool {name!r}")
+    if not env.prod_services:
+        problems.append("declares no prod_services (what runs its tools in production)")
+    for service in env.prod_services:
+        unknown = sorted(set(service.tools) - set(env.tools.names))
+        if unknown:
+            problems.append(f"prod service {service.name!r} names unknown tools {unknown}")
+        try:
+            env.variables(service.settings)
+        except TypeError as exc:
+            problems.append(str(exc))
     if not env.examples:
         problems.append("declares no examples (valid calls used for the determinism check and the benchmark)")
     return problems

@@ -12,10 +12,47 @@ from openenv_mcp.models import Observation
 from openenv_mcp.tasks import Grade, Task, TaskSet
 from openenv_mcp.tools import BoundCall, Toolbox
 
-__all__ = ["Environment"]
+__all__ = ["Environment", "ProdService", "Variable"]
 
 BackendT = TypeVar("BackendT")
 TaskT = TypeVar("TaskT", bound=Task)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProdService:
+    """A production service behind some (or all) of a server's tools, for the registry and compose.
+
+    Attributes:
+        name: A short slug, e.g. ``"postgresql"``, ``"smtp"``.
+        title: What people call it, e.g. ``"PostgreSQL"``.
+        role: What it does for this server, in a few words.
+        settings: Fields of the server's settings class this service reads (their variables,
+            descriptions and secrecy come from that class).
+        tools: The tools it serves; empty means every tool.
+        shipped: Whether this project ships (and tests) a backend for it.
+        tested: How far it is tested, in one sentence.
+        image: A container image that runs it, for compose files (``None``: bring your own).
+    """
+
+    name: str
+    title: str
+    role: str
+    settings: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    shipped: bool = True
+    tested: str = ""
+    image: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    """One environment variable a prod server reads."""
+
+    name: str
+    description: str
+    secret: bool
+    required: bool
+    default: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +70,8 @@ class Environment(Generic[BackendT, TaskT]):
         grade: Computes a step's reward and whether the episode is done, from the task, the
             episode's backend, the call and its result. The one place rewards are computed.
         prod_requires: Settings fields that must be set in prod (checked before serving starts).
+        sim_summary: What the sim backend is, in one sentence (for the registry).
+        prod_services: The production services behind the tools (for the registry and compose).
         examples: A few valid tool calls ``(tool, arguments)`` that work on any task; the
             conformance check replays them for determinism and the benchmark times them.
         max_steps: Steps after which an episode is done whatever the grade says.
@@ -48,6 +87,29 @@ class Environment(Generic[BackendT, TaskT]):
     prod_backend: Callable[[Any], Awaitable[BackendT]]
     grade: Callable[[TaskT, BackendT, BoundCall, Observation], Awaitable[Grade]]
     prod_requires: tuple[str, ...] = ()
+    sim_summary: str = ""
+    prod_services: tuple[ProdService, ...] = ()
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     max_steps: int = 20
     version: str = "0.1.0"
+
+    def variables(self, fields: tuple[str, ...] | None = None) -> list[Variable]:
+        """The environment variables behind ``fields`` of the settings class (all fields by default)."""
+        prefix = str(self.settings.model_config.get("env_prefix", ""))
+        chosen = fields if fields is not None else tuple(self.settings.model_fields)
+        found = []
+        for field in chosen:
+            info = self.settings.model_fields.get(field)
+            if info is None:
+                raise TypeError(f"{self.name}: {self.settings.__name__} has no setting {field!r}")
+            default = None if info.default is None or info.is_required() else str(info.default)
+            found.append(
+                Variable(
+                    name=f"{prefix}{field}".upper(),
+                    description=info.description or "",
+                    secret="SecretStr" in repr(info.annotation),
+                    required=info.is_required() or field in self.prod_requires,
+                    default=default,
+                )
+            )
+        return found

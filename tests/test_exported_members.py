@@ -21,6 +21,7 @@ def test_public_api_is_pinned() -> None:
         "ModeError",
         "Observation",
         "OpenEnvError",
+        "ProdService",
         "RegistryError",
         "ResetNeeded",
         "Settings",

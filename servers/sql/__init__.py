@@ -6,7 +6,7 @@ Prod: a PostgreSQL database (``SQL_DATABASE_URL``), in read-only transactions.
 
 from __future__ import annotations
 
-from openenv_mcp import Environment
+from openenv_mcp import Environment, ProdService
 from servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
 from servers.sql.settings import SqlSettings
 from servers.sql.tasks import SqlTask, grade, load_tasks
@@ -27,6 +27,17 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
     prod_backend=PostgresBackend.open,
     grade=grade,
     prod_requires=("database_url",),
+    sim_summary="SQLite in memory: a private copy of the shipped fixture per episode",
+    prod_services=(
+        ProdService(
+            name="postgresql",
+            title="PostgreSQL",
+            role="the database the queries run on, in read-only transactions",
+            settings=("database_url", "db_schema", "statement_timeout_ms", "pool_size", "max_rows"),
+            tested="in CI against PostgreSQL 15 on the test machine, through a SELECT-only role",
+            image="postgres:16-alpine",
+        ),
+    ),
     examples=(
         ("list_tables", {}),
         ("describe_table", {"table": "orders"}),
