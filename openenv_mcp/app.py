@@ -1,8 +1,9 @@
 """The HTTP door: one ASGI app per server, control plane and ``/mcp`` on one port.
 
 Both modes: ``GET /healthz``, ``GET /readyz``, ``GET /metrics``, and MCP at ``/mcp``.
-Sim mode adds ``POST /reset``, ``POST /step``, ``GET /state``, ``DELETE /episodes/{id}``,
-``GET /tasks``; in prod those paths answer 404 with a message saying so.
+Sim mode adds ``POST /reset``, ``POST /step``, ``POST /step_batch``, ``GET /state``,
+``DELETE /episodes/{id}``, ``GET /tasks`` and the WebSocket ``/ws``; in prod those paths
+answer 404 with a message saying so.
 Errors are ``{"error": {"code", "message"}}``, mapped from the exception tree here, once.
 """
 
@@ -21,13 +22,23 @@ from openenv_mcp.environment import Environment
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
 from openenv_mcp.mcp_adapter import McpDoor
 from openenv_mcp.metrics import CONTENT_TYPE
-from openenv_mcp.models import EpisodeState, ErrorBody, ResetRequest, StepRequest, StepResult, TaskList
+from openenv_mcp.models import (
+    BatchResult,
+    EpisodeState,
+    ErrorBody,
+    ResetRequest,
+    StepBatchRequest,
+    StepRequest,
+    StepResult,
+    TaskList,
+)
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.settings import Settings, load_settings
+from openenv_mcp.websocket import websocket_door
 
 __all__ = ["build_app", "build_runtime"]
 
-_SIM_PATHS = ("/reset", "/step", "/state", "/episodes", "/tasks")
+_SIM_PATHS = ("/reset", "/step", "/state", "/episodes", "/tasks", "/ws")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
     for status, text in [
@@ -133,6 +144,13 @@ def build_app(runtime: Runtime) -> FastAPI:
             outcome = await runtime.call(body.action.tool, body.action.arguments, _require(x_episode_id))
             return outcome.as_step()
 
+        @app.post("/step_batch", tags=["episodes"])
+        async def step_batch(body: StepBatchRequest) -> BatchResult:
+            """Steps of many episodes in one request, answered in order; a failing step fails alone."""
+            return BatchResult.model_construct(results=await runtime.step_batch(body.steps))
+
+        app.add_api_websocket_route("/ws", websocket_door(runtime))
+
         @app.get("/state", tags=["episodes"])
         async def state(x_episode_id: EpisodeHeader = None) -> EpisodeState:
             """The episode's task, step count, total reward and done flag."""
@@ -148,6 +166,7 @@ def build_app(runtime: Runtime) -> FastAPI:
         async def tasks(split: str | None = None) -> TaskList:
             """The tasks (without answers) and the size of each split."""
             return runtime.task_list(split)
+
 
     app.router.routes.extend(mcp_routes)
     return app

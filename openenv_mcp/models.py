@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Action",
+    "BatchItem",
+    "BatchResult",
+    "BatchStep",
     "ContentBlock",
     "EpisodeState",
     "ErrorBody",
@@ -15,6 +18,7 @@ __all__ = [
     "ImageBlock",
     "Observation",
     "ResetRequest",
+    "StepBatchRequest",
     "StepRequest",
     "StepResult",
     "TaskInfo",
@@ -91,6 +95,45 @@ class StepResult(_Strict):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
+class ErrorDetail(_Strict):
+    code: str
+    message: str
+
+
+class ErrorBody(_Strict):
+    """Every error the control plane answers with."""
+
+    error: ErrorDetail
+
+
+class BatchStep(_Strict):
+    """One step of a batch: the episode it acts on and its action."""
+
+    episode_id: str = Field(min_length=1)
+    action: Action
+
+
+class StepBatchRequest(_Strict):
+    """Body of ``POST /step_batch``: steps of many episodes, answered in order."""
+
+    steps: list[BatchStep] = Field(min_length=1, max_length=4096)
+
+
+class BatchItem(_Strict):
+    """One answer of a batch: a result, or the error that step alone met (with its HTTP status)."""
+
+    ok: bool
+    result: StepResult | None = None
+    error: ErrorDetail | None = None
+    status: int = 200
+
+
+class BatchResult(_Strict):
+    """Answer of ``POST /step_batch``."""
+
+    results: list[BatchItem]
+
+
 class EpisodeState(_Strict):
     """Answer of ``GET /state``."""
 
@@ -119,14 +162,3 @@ class TaskList(_Strict):
 
     tasks: list[TaskInfo]
     splits: dict[str, int]
-
-
-class ErrorDetail(_Strict):
-    code: str
-    message: str
-
-
-class ErrorBody(_Strict):
-    """Every error the control plane answers with."""
-
-    error: ErrorDetail

@@ -24,7 +24,16 @@ from openenv_mcp.errors import (
     ToolNotFound,
 )
 from openenv_mcp.metrics import Metrics
-from openenv_mcp.models import Observation, StepResult, TaskInfo, TaskList, TextBlock
+from openenv_mcp.models import (
+    BatchItem,
+    BatchStep,
+    ErrorDetail,
+    Observation,
+    StepResult,
+    TaskInfo,
+    TaskList,
+    TextBlock,
+)
 from openenv_mcp.observers import EpisodeObserver
 from openenv_mcp.settings import Settings
 from openenv_mcp.tasks import Task, TaskSet
@@ -230,6 +239,21 @@ class Runtime:
             raise
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
+
+    async def step_batch(self, steps: list[BatchStep]) -> list[BatchItem]:
+        """Run many episodes' steps concurrently; answers in order, each with its own error if any.
+
+        Steps of one episode run in the order given (the episode's lock is first come, first served).
+        """
+
+        async def one(step: BatchStep) -> BatchItem:
+            try:
+                outcome = await self.call(step.action.tool, step.action.arguments, step.episode_id)
+            except OpenEnvError as exc:
+                return BatchItem(ok=False, error=ErrorDetail(code=exc.code, message=exc.message), status=exc.status)
+            return BatchItem.model_construct(ok=True, result=outcome.as_step(), error=None, status=200)
+
+        return list(await asyncio.gather(*(one(step) for step in steps)))
 
 
 def task_observation(task: Task, tools: list[str]) -> Observation:

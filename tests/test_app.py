@@ -223,7 +223,40 @@ def test_prod_serves_health_ready_metrics_and_hides_sim_routes(prod_server: Live
             ("GET", "/state"),
             ("GET", "/tasks"),
             ("DELETE", "/episodes/x"),
+            ("POST", "/step_batch"),
+            ("GET", "/ws"),
         ]:
             status, code, message = error_of(client.request(method, path, json={}))
             assert (status, code) == (404, "not_in_this_mode"), path
             assert "sim mode only" in message
+
+
+def test_step_batch_answers_in_order_with_errors_per_item(client: httpx.Client) -> None:
+    a, b = reset(client, task_id="sql-001"), reset(client, seed=3)
+    steps = [
+        {"episode_id": a, "action": {"tool": "list_tables"}},
+        {"episode_id": b, "action": {"tool": "run_query", "arguments": {"sql": 1}}},
+        {"episode_id": "ghost", "action": {"tool": "list_tables"}},
+        {"episode_id": a, "action": {"tool": "submit_answer", "arguments": {"sql": "SELECT COUNT(*) FROM customers"}}},
+        {"episode_id": a, "action": {"tool": "list_tables"}},
+        {"episode_id": b, "action": {"tool": "list_tables"}},
+    ]
+    response = client.post("/step_batch", json={"steps": steps})
+    assert response.status_code == 200
+    items = response.json()["results"]
+    assert [(i["ok"], i["status"]) for i in items] == [
+        (True, 200),
+        (False, 422),
+        (False, 404),
+        (True, 200),
+        (False, 409),
+        (True, 200),
+    ]
+    assert items[3]["result"]["reward"] == 1.0 and items[3]["result"]["info"]["step_count"] == 2
+    assert items[2]["error"]["code"] == "episode_not_found"
+    assert client.get("/state", headers={"X-Episode-Id": b}).json()["step_count"] == 1
+
+
+def test_step_batch_rejects_an_empty_or_malformed_batch(client: httpx.Client) -> None:
+    assert error_of(client.post("/step_batch", json={"steps": []}))[:2] == (400, "malformed_request")
+    assert error_of(client.post("/step_batch", json={"steps": [{"action": {}}]}))[:2] == (400, "malformed_request")

@@ -1,0 +1,130 @@
+"""The WebSocket door (sim mode): reset, step, state and close over one connection, no per-call HTTP.
+
+Each message is a JSON object with an ``op`` and an optional ``id`` echoed in the answer:
+
+    {"op": "reset", "task_id"?, "split"?, "seed"?}
+    {"op": "step", "action": {"tool", "arguments"}, "episode_id"?}
+    {"op": "step_batch", "steps": [{"episode_id", "action"}, ...]}
+    {"op": "state", "episode_id"?}
+    {"op": "close", "episode_id"?}
+
+Answers are ``{"id"?, "ok": true, "result": ...}`` (the same shapes as the HTTP routes) or
+``{"id"?, "ok": false, "status": 404, "error": {"code", "message"}}``. ``episode_id`` defaults to
+the episode this connection's last reset opened. Episodes opened on a connection are closed when
+it ends, so a client that goes away leaks nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from openenv_mcp.errors import OpenEnvError, ResetNeeded
+from openenv_mcp.models import Action, BatchStep
+from openenv_mcp.runtime import Runtime
+
+__all__ = ["websocket_door"]
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | int | None = None
+
+
+class _Reset(_Op):
+    op: Literal["reset"]
+    task_id: str | None = None
+    split: str | None = None
+    seed: int | None = None
+
+
+class _Step(_Op):
+    op: Literal["step"]
+    action: Action
+    episode_id: str | None = None
+
+
+class _Batch(_Op):
+    op: Literal["step_batch"]
+    steps: list[BatchStep] = Field(min_length=1, max_length=4096)
+
+
+class _State(_Op):
+    op: Literal["state", "close"]
+    episode_id: str | None = None
+
+
+_Message = TypeAdapter(Annotated[_Reset | _Step | _Batch | _State, Field(discriminator="op")])
+
+
+def websocket_door(runtime: Runtime) -> Callable[[WebSocket], Awaitable[None]]:
+    """The ``/ws`` endpoint over ``runtime``."""
+
+    async def endpoint(socket: WebSocket) -> None:
+        await socket.accept()
+        opened: list[str] = []
+        try:
+            while True:
+                raw = await socket.receive_text()
+                await socket.send_text(await _answer(runtime, raw, opened))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            for episode_id in opened:
+                if episode_id in runtime.episodes:
+                    await runtime.close_episode(episode_id)
+
+    return endpoint
+
+
+async def _answer(runtime: Runtime, raw: str, opened: list[str]) -> str:
+    try:
+        message = _Message.validate_json(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
+        return _error(None, 400, "malformed_request", f"Malformed message: {problems}")
+    try:
+        result = await _run(runtime, message, opened)
+    except OpenEnvError as exc:
+        return _error(message.id, exc.status, exc.code, exc.message)
+    body: dict[str, Any] = {"ok": True, "result": result}
+    if message.id is not None:
+        body["id"] = message.id
+    return json.dumps(body, separators=(",", ":"))
+
+
+async def _run(runtime: Runtime, message: _Op, opened: list[str]) -> Any:
+    def current(episode_id: str | None) -> str:
+        chosen = episode_id or (opened[-1] if opened else None)
+        if chosen is None:
+            raise ResetNeeded('No episode on this connection: send {"op": "reset"} first, or give episode_id')
+        return chosen
+
+    if isinstance(message, _Reset):
+        result = await runtime.reset(task_id=message.task_id, split=message.split, seed=message.seed)
+        opened.append(result.episode_id)
+        return result.model_dump(mode="json")
+    if isinstance(message, _Step):
+        outcome = await runtime.call(message.action.tool, message.action.arguments, current(message.episode_id))
+        return outcome.as_step().model_dump(mode="json")
+    if isinstance(message, _Batch):
+        return [item.model_dump(mode="json", exclude_none=True) for item in await runtime.step_batch(message.steps)]
+    assert isinstance(message, _State)
+    episode_id = current(message.episode_id)
+    if message.op == "state":
+        return runtime.episode(episode_id).state().model_dump(mode="json")
+    state = (await runtime.close_episode(episode_id)).state()
+    if episode_id in opened:
+        opened.remove(episode_id)
+    return state.model_dump(mode="json")
+
+
+def _error(message_id: str | int | None, status: int, code: str, text: str) -> str:
+    body: dict[str, Any] = {"ok": False, "status": status, "error": {"code": code, "message": text}}
+    if message_id is not None:
+        body["id"] = message_id
+    return json.dumps(body, separators=(",", ":"))
