@@ -11,6 +11,7 @@ another. Server errors are raised as the package's own exceptions, carrying the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -19,7 +20,7 @@ import httpx
 from pydantic import BaseModel
 
 from openenv_mcp.errors import OpenEnvError, ResetNeeded, error_for_code
-from openenv_mcp.models import EpisodeState, StepResult, TaskList
+from openenv_mcp.models import BatchItem, BatchResult, EpisodeState, StepResult, TaskList
 
 __all__ = ["AsyncEnvClient", "EnvClient"]
 
@@ -67,6 +68,10 @@ class _Base:
             "POST", "/step", self._episode(episode_id), {"action": {"tool": tool, "arguments": arguments or {}}}
         )
 
+    def _batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> _Call:
+        body = [{"episode_id": e, "action": {"tool": t, "arguments": a or {}}} for e, t, a in steps]
+        return _Call("POST", "/step_batch", {}, {"steps": body})
+
     def _close_episode(self, episode_id: str | None) -> _Call:
         return _Call("DELETE", f"/episodes/{self._episode(episode_id)[_HEADER]}", {})
 
@@ -97,6 +102,13 @@ class EnvClient(_Base):
     def step(self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None) -> StepResult:
         """Call ``tool`` with ``arguments`` on the current episode (or ``episode_id``)."""
         return self._send(self._step(tool, arguments, episode_id), StepResult)
+
+    def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
+        """Steps of many episodes in one request: ``(episode_id, tool, arguments)`` each, answered in order.
+
+        A step that fails comes back as an item with ``ok=False`` and its error; the others still run.
+        """
+        return self._send(self._batch(steps), BatchResult).results
 
     def state(self, *, episode_id: str | None = None) -> EpisodeState:
         return self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)
@@ -163,6 +175,9 @@ class AsyncEnvClient(_Base):
         self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None
     ) -> StepResult:
         return await self._send(self._step(tool, arguments, episode_id), StepResult)
+
+    async def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
+        return (await self._send(self._batch(steps), BatchResult)).results
 
     async def state(self, *, episode_id: str | None = None) -> EpisodeState:
         return await self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)

@@ -67,3 +67,13 @@ async def test_async_client_runs_episodes_concurrently(sim_server: LiveServer) -
         group.start_soon(one, "sql-001", "SELECT COUNT(*) FROM customers")
         group.start_soon(one, "sql-001", "SELECT 0")
     assert sorted(rewards) == [0.0, 1.0]
+
+
+def test_step_batch_through_the_client(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as one, EnvClient(sim_server.url) as two:
+        a = one.reset(task_id="sql-001").episode_id
+        b = two.reset(seed=5).episode_id
+        items = one.step_batch([(a, "submit_answer", {"rows": [[60]]}), (b, "list_tables", None), (b, "nope", {})])
+    assert [item.ok for item in items] == [True, True, False]
+    assert items[0].result is not None and items[0].result.reward == 1.0
+    assert items[2].error is not None and items[2].error.code == "tool_not_found"
