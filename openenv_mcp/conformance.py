@@ -120,7 +120,8 @@ async def _check_sim(env: Environment[Any, Any]) -> list[str]:
             got = await status_of({"action": {"tool": tool.name, "arguments": {"__bogus__": 1}}})
             expect(got == (422, "invalid_arguments"), f"bad arguments to {tool.name} answered {got}")
         expect(await status_of({"action": {}}) == (400, "malformed_request"), "a malformed body is not 400")
-        real = {"action": {"tool": env.tools.names[0], "arguments": {}}}
+        name, arguments = env.examples[0] if env.examples else (env.tools.names[0], {})
+        real = {"action": {"tool": name, "arguments": arguments}}
         expect(await status_of(real, {}) == (400, "reset_needed"), "a missing header is not 400")
         got = await status_of(real, {"X-Episode-Id": "__ghost__"})
         expect(got == (404, "episode_not_found"), f"an unknown episode answered {got}")

@@ -9,6 +9,8 @@ import sys
 
 import httpx
 
+from openenv_mcp.catalog import server_names
+
 from tests.support import free_port, wait_http
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -23,12 +25,15 @@ def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_list_prints_the_shipped_servers() -> None:
     done = run("list")
     assert done.returncode == 0
-    assert done.stdout.startswith("sql ") and "run_query" in done.stdout
+    listed = [line.split()[0] for line in done.stdout.splitlines() if line and not line.startswith(" ")]
+    assert listed == server_names() and "sql" in listed
+    assert "run_query" in done.stdout
 
 
 def test_serve_unknown_server_names_the_installed_ones() -> None:
     done = run("serve", "nope")
-    assert done.returncode == 2 and "No server 'nope'; installed servers: sql" in done.stderr
+    assert done.returncode == 2
+    assert f"No server 'nope'; installed servers: {', '.join(server_names())}" in done.stderr
 
 
 def test_prod_without_database_url_stops_and_names_the_variable() -> None:

@@ -1,0 +1,87 @@
+"""The search tasks and their grading: the submitted answer against the gold answers.
+
+Reward, computed once, on ``submit_answer`` (which ends the episode): both sides are
+normalised (:func:`normalize_answer`); a submission equal to any gold answer or alias earns
+1.0, otherwise the best token F1 against them (partial credit, 0.0 with no word in common).
+Every other step earns 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import resources
+
+from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
+from servers.search.backends import SearchBackend
+
+__all__ = ["SearchTask", "grade", "load_tasks", "normalize_answer", "score_answer", "token_f1"]
+
+_HOW = (
+    "\n\nFind the answer in the document collection: search it (optionally filtered by category and date), "
+    "read documents with fetch, then call submit_answer with just the answer (a name, a number or a year)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTask(Task):
+    """A question and its gold answers (the first is canonical, the rest accepted aliases)."""
+
+    answers: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = field(default=())
+
+
+def load_tasks() -> TaskSet:
+    """The shipped tasks (``data/tasks.json``, written by ``data/generate.py``) in train and test splits."""
+    raw = json.loads(resources.files("servers.search").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    return TaskSet(
+        SearchTask(
+            id=t["id"],
+            split=t["split"],
+            prompt=t["question"] + _HOW,
+            answers=tuple(t["answers"]),
+            evidence=tuple(t["evidence"]),
+        )
+        for t in raw
+    )
+
+
+async def grade(task: SearchTask, index: SearchBackend, call: BoundCall, result: Observation) -> Grade:
+    """Score ``submit_answer`` (and end the episode); a refused submission or any other step earns 0."""
+    if call.tool.name != "submit_answer" or result.is_error or result.structured_content is None:
+        return Grade()
+    return Grade(reward=score_answer(result.structured_content["answer"], task.answers), done=True)
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, strip accents, drop thousands separators, punctuation and articles, collapse whitespace.
+
+    ``"The Kestrel-Motors"`` -> ``"kestrel motors"``; ``"4,812 m."`` -> ``"4812 m"``.
+    """
+    text = unicodedata.normalize("NFKD", text.casefold())
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = re.sub(r"(?<=\d)[,.](?=\d{3}\b)", "", text)
+    text = re.sub(r"[^\w\s]|_", " ", text)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """F1 over the normalised words of both (each word counted as often as it occurs)."""
+    mine, theirs = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    common = sum((Counter(mine) & Counter(theirs)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(mine), common / len(theirs)
+    return 2 * precision * recall / (precision + recall)
+
+
+def score_answer(prediction: str, answers: tuple[str, ...] | list[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised answer, else the best token F1 (4 decimals)."""
+    normalized = normalize_answer(prediction)
+    if normalized and any(normalized == normalize_answer(gold) for gold in answers):
+        return 1.0
+    return round(max((token_f1(prediction, gold) for gold in answers), default=0.0), 4)
