@@ -32,6 +32,7 @@ from openenv_mcp.models import (
     StepResult,
     TaskList,
 )
+from openenv_mcp.ors import ors_router
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.settings import Settings, load_settings
 from openenv_mcp.websocket import websocket_door
@@ -167,6 +168,7 @@ def build_app(runtime: Runtime) -> FastAPI:
             """The tasks (without answers) and the size of each split."""
             return runtime.task_list(split)
 
+        app.include_router(ors_router(runtime))  # ORS (the Open Reward Standard), sim only: docs/ors.md
 
     app.router.routes.extend(mcp_routes)
     return app

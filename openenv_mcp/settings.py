@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     max_episodes: int = Field(default=1024, ge=1, description="Open sim episodes before /reset answers 503")
     idle_timeout: float = Field(default=900.0, gt=0, description="Seconds before an idle sim episode is closed")
     reap_interval: float = Field(default=30.0, gt=0, description="Seconds between idle-episode sweeps")
+    ors_keepalive: float = Field(default=10.0, gt=0, description="Seconds between keep-alives on an ORS /call stream")
+    ors_result_ttl: float = Field(
+        default=60.0, gt=0, description="Seconds an ORS call's result is kept for a reconnect by task_id"
+    )
     max_steps: int | None = Field(default=None, ge=1, description="Override every environment's step limit")
     allowed_hosts: list[str] = Field(
         default_factory=list, description="Extra Host values accepted on /mcp (for deployments behind a real name)"
