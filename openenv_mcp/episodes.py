@@ -35,6 +35,11 @@ class Episode:
     created_at: float = field(default_factory=time.time)
     last_active_at: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    closed: bool = False
+
+    def touch(self) -> None:
+        """Mark the episode active now (idle reaping counts from here)."""
+        self.last_active_at = time.time()
 
     def state(self) -> EpisodeState:
         return EpisodeState(
@@ -97,16 +102,25 @@ class EpisodeTable:
         try:
             return self._episodes[episode_id]
         except KeyError:
-            raise EpisodeNotFound(
-                f"Unknown episode {episode_id!r}: it was closed, reaped after {self.idle_timeout:g} s idle, "
-                "or never existed; POST /reset to start one"
-            ) from None
+            raise self.not_found(episode_id) from None
+
+    def not_found(self, episode_id: str) -> EpisodeNotFound:
+        return EpisodeNotFound(
+            f"Unknown episode {episode_id!r}: it was closed, reaped after {self.idle_timeout:g} s idle, "
+            "or never existed; POST /reset to start one"
+        )
 
     async def close(self, episode_id: str) -> Episode:
-        """Close one episode and free its backend."""
+        """Close one episode and free its backend, after the step running on it (if any) ends.
+
+        It leaves the table at once, so no new step starts on it; steps already waiting for its
+        lock find it closed.
+        """
         episode = self.get(episode_id)
         del self._episodes[episode_id]
-        await episode.backend.aclose()
+        async with episode.lock:
+            episode.closed = True
+            await episode.backend.aclose()
         if self._on_close is not None:
             self._on_close(episode)
         return episode

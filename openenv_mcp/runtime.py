@@ -203,7 +203,7 @@ class Runtime:
     async def call(self, tool: str, arguments: Mapping[str, Any] | None, episode_id: str | None) -> Outcome:
         """Validate and run one tool call; in sim mode, on an episode (the default one when ``None``)."""
         started = time.perf_counter()
-        outcome = "ok"
+        outcome = "crashed"  # what the metrics say if a tool raises something unexpected
         try:
             bound = self.tools.bind(tool, arguments)
             if not self.sim:
@@ -212,6 +212,8 @@ class Runtime:
             else:
                 episode = self.episodes.get(episode_id) if episode_id else await self._default_episode()
                 async with episode.lock:
+                    if episode.closed:
+                        raise self.episodes.not_found(episode.id)
                     if episode.done:
                         raise EpisodeFinished(
                             f"Episode {episode.id!r} is done after {episode.step_count} steps "
@@ -224,12 +226,11 @@ class Runtime:
                     grade = await self.env.grade(episode.task, episode.backend, bound, observation)
                     episode.total_reward += grade.reward
                     episode.done = grade.done or episode.step_count >= episode.max_steps
-                    episode.last_active_at = time.time()
+                    episode.touch()
                 result = Outcome(observation, episode, grade.reward, episode.done)
                 for observer in self.observers:
                     observer.on_step(episode, bound, result, ran)
-            if observation.is_error:
-                outcome = "tool_failed"
+            outcome = "tool_failed" if observation.is_error else "ok"
             return result
         except ToolNotFound:
             outcome, tool = "tool_not_found", "(unknown)"

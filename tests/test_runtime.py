@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from pydantic_settings import BaseSettings
 
-from openenv_mcp import ModeError, Settings
+from openenv_mcp import Environment, EpisodeNotFound, Grade, ModeError, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.app import build_runtime
 from servers.sql import environment
 
@@ -78,3 +80,98 @@ async def test_prod_runtime_refuses_episode_operations(monkeypatch: pytest.Monke
         await runtime.reset()
     with pytest.raises(ModeError):
         runtime.task_list()
+
+
+class Gate:
+    """A backend whose tools wait for the test to open a gate, or raise a bug."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.closed = False
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+gated: Toolbox[Gate] = Toolbox("gated")
+
+
+@gated.tool
+async def wait(gate: Gate) -> str:
+    """Wait for the gate."""
+    gate.entered.set()
+    await gate.release.wait()
+    assert not gate.closed, "the backend was closed under a running step"
+    return "done"
+
+
+@gated.tool
+async def crash(gate: Gate) -> str:
+    """Fail like a bug."""
+    raise RuntimeError("a bug, not a ToolFailed")
+
+
+class _NoSettings(BaseSettings):
+    pass
+
+
+async def _open_gate(task: Task, seed: int, settings: object) -> Gate:
+    return Gate()
+
+
+async def _no_grade(task: Task, gate: Gate, call: object, observation: object) -> Grade:
+    return Grade()
+
+
+async def _no_prod(settings: object) -> Gate:
+    return Gate()
+
+
+GATED = Environment(
+    name="gated",
+    description="test",
+    tools=gated,
+    tasks=lambda: TaskSet([Task(id="t", split="train", prompt="p")]),
+    settings=_NoSettings,
+    sim_backend=_open_gate,
+    prod_backend=_no_prod,
+    grade=_no_grade,
+)
+
+
+async def test_close_waits_for_the_steps_before_it_and_later_calls_find_it_closed() -> None:
+    runtime = build_runtime(GATED, Settings(mode="sim"))
+    await runtime.start()
+    episode_id = (await runtime.reset()).episode_id
+    gate: Gate = runtime.episodes.get(episode_id).backend
+    running = asyncio.create_task(runtime.call("wait", {}, episode_id))
+    await asyncio.wait_for(gate.entered.wait(), 5)
+    queued = asyncio.create_task(runtime.call("wait", {}, episode_id))
+    closing = asyncio.create_task(runtime.close_episode(episode_id))
+    await asyncio.sleep(0)
+    assert not closing.done() and not gate.closed
+    gate.release.set()
+    assert (await asyncio.wait_for(running, 5)).observation.structured_content == {"result": "done"}
+    # the lock is first come, first served: a step queued before the close still runs, on an open backend
+    assert (await asyncio.wait_for(queued, 5)).observation.structured_content == {"result": "done"}
+    await asyncio.wait_for(closing, 5)
+    assert gate.closed
+    with pytest.raises(EpisodeNotFound):
+        await runtime.call("wait", {}, episode_id)
+    await runtime.stop()
+
+
+async def test_a_crashing_tool_is_counted_as_crashed_not_ok() -> None:
+    runtime = build_runtime(GATED, Settings(mode="sim"))
+    await runtime.start()
+    episode_id = (await runtime.reset()).episode_id
+    with pytest.raises(RuntimeError, match="a bug"):
+        await runtime.call("crash", {}, episode_id)
+    await runtime.stop()
+    text = runtime.metrics.render().decode()
+    assert 'openenv_tool_calls_total{outcome="crashed",tool="crash"} 1.0' in text
+    assert 'outcome="ok",tool="crash"' not in text

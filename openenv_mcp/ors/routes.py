@@ -250,7 +250,7 @@ class _Ors:
     def _touch(self, header: str | None) -> Session:
         """The session named by the header; any request on it counts as activity (no idle reaping)."""
         session = self.sessions.get(_sid(header))
-        self._episode(session).last_active_at = time.time()
+        self._episode(session).touch()
         return session
 
     async def prompt(self, env_name: str | None = None, x_session_id: SessionHeader = None) -> list[dict[str, Any]]:
@@ -275,9 +275,7 @@ class _Ors:
         session = self.sessions.find(sid)
         if session is not None:
             try:
-                episode = self.runtime.episode(session.episode_id)
-                async with episode.lock:
-                    await self.runtime.close_episode(session.episode_id)
+                await self.runtime.close_episode(session.episode_id)  # waits for a call in flight
             except EpisodeNotFound:
                 self.sessions.forget_episode(session.episode_id)
         return {"sid": sid}
