@@ -8,7 +8,6 @@ Errors are mapped once, in :class:`_OrsRoute`: ``{"detail": message, "error": {"
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
