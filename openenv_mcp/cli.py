@@ -19,7 +19,10 @@ from openenv_mcp.settings import Settings, load_settings
 
 __all__ = ["main"]
 
-_COMMAND_MODULES: tuple[str, ...] = ()
+_COMMAND_MODULES: tuple[str, ...] = (
+    "openenv_mcp.trajectories.cli",
+    "openenv_mcp.rollout.cli",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,6 +75,9 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     env = load_environment(args.name)
     runtime = build_runtime(env, settings)
+    from openenv_mcp.trajectories import record_trajectories
+
+    record_trajectories(runtime)  # sim only; OPENENV_TRAJECTORIES=off records nothing
     if args.transport == "stdio":
         return _serve_stdio(runtime)
 

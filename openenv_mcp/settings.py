@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from openenv_mcp.errors import ConfigError
@@ -37,6 +37,23 @@ class Settings(BaseSettings):
     max_steps: int | None = Field(default=None, ge=1, description="Override every environment's step limit")
     allowed_hosts: list[str] = Field(
         default_factory=list, description="Extra Host values accepted on /mcp (for deployments behind a real name)"
+    )
+    trajectories: str = Field(
+        default="sqlite:///openenv-trajectories.db",
+        description="Where sim servers record every step: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or off",
+    )
+    trajectories_queue: int = Field(
+        default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it they are dropped and counted"
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "OPENENV_OPENAI_BASE_URL"),
+        description="OpenAI-compatible chat endpoint for 'openenv-mcp rollout --policy openai' (up to /v1)",
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "OPENENV_OPENAI_API_KEY"),
+        description="API key for that endpoint",
     )
 
 

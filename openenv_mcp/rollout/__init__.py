@@ -1,0 +1,26 @@
+"""Rollouts: run many episodes concurrently against a server with a policy (``openenv-mcp rollout``).
+
+from openenv_mcp.rollout import run_rollouts, scripted_policy
+
+summary = await run_rollouts(url, scripted_policy(environment.examples), episodes=100, concurrency=16)
+print(summary.render())
+"""
+
+from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy, scripted_policy
+from openenv_mcp.rollout.runner import EpisodeResult, Policy, PolicyError, RolloutEpisode, Summary, run_rollouts
+from openenv_mcp.rollout.server import ServerInfo, ServerProcess, discover
+
+__all__ = [
+    "EpisodeResult",
+    "OpenAIPolicy",
+    "Policy",
+    "PolicyError",
+    "RolloutEpisode",
+    "ServerInfo",
+    "ServerProcess",
+    "Summary",
+    "discover",
+    "load_policy",
+    "run_rollouts",
+    "scripted_policy",
+]

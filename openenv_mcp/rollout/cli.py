@@ -1,0 +1,133 @@
+"""``openenv-mcp rollout SERVER``: run episodes concurrently with a policy, then print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``rollout`` to the ``openenv-mcp`` parser."""
+    rollout = commands.add_parser(
+        "rollout", help="run episodes concurrently against a sim server with a policy, and summarise them"
+    )
+    rollout.set_defaults(handler=_rollout)
+    rollout.add_argument(
+        "server", help="a running server's URL (http://host:port), or an installed server's name to start here"
+    )
+    rollout.add_argument("--episodes", "-n", type=_positive, default=10, help="episodes to run (default 10)")
+    rollout.add_argument("--concurrency", "-c", type=_positive, default=1, help="episodes at once (default 1)")
+    rollout.add_argument(
+        "--policy",
+        default="scripted",
+        help="scripted (replay the environment's examples), openai (a chat model with tool calling), "
+        "or module:callable (your async policy)",
+    )
+    rollout.add_argument("--split", help="the split tasks are drawn from (default: the server's default)")
+    rollout.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next get seed+1... (0)")
+    rollout.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
+    rollout.add_argument("--no-progress", action="store_true", help="no progress bar")
+    model = rollout.add_argument_group("--policy openai")
+    model.add_argument("--base-url", help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL)")
+    model.add_argument("--model", help="model name")
+    model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    model.add_argument("--max-turns", type=_positive, help="model calls per episode at most (default: step limit)")
+    model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    import anyio
+
+    return anyio.run(_main, args)
+
+
+async def _main(args: argparse.Namespace) -> int:
+    from contextlib import AsyncExitStack
+
+    from tqdm import tqdm
+
+    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy, scripted_policy
+    from openenv_mcp.rollout.runner import EpisodeResult, Policy, run_rollouts
+    from openenv_mcp.rollout.server import ServerProcess, discover
+    from openenv_mcp.settings import Settings, load_settings
+
+    settings = load_settings(Settings)
+    async with AsyncExitStack() as stack:
+        openai: OpenAIPolicy | None = None
+        if args.policy == "openai":
+            base_url = args.base_url or settings.openai_base_url
+            if not base_url or not args.model:
+                raise ConfigError("--policy openai needs --base-url (or OPENAI_BASE_URL) and --model")
+            secret = settings.openai_api_key
+            api_key = args.api_key or (secret.get_secret_value() if secret is not None else None)
+            openai = OpenAIPolicy(
+                base_url=base_url,
+                model=args.model,
+                api_key=api_key,
+                max_turns=args.max_turns,
+                temperature=args.temperature,
+            )
+            await stack.enter_async_context(openai)
+        elif args.policy != "scripted":
+            custom = load_policy(args.policy)
+
+        url = args.server
+        if not url.startswith(("http://", "https://")):
+            load_environment(url)  # an unknown name fails here, listing the installed ones
+            url = (await stack.enter_async_context(ServerProcess(args.server))).url
+        server = await discover(url)
+        policy: Policy
+        if openai is not None:
+            policy = openai
+        elif args.policy == "scripted":
+            try:
+                env = load_environment(server.name)  # the examples live with the environment's code
+            except ConfigError as exc:
+                raise ConfigError(f"--policy scripted replays the server's examples: {exc.message}") from None
+            if not env.examples:
+                raise ConfigError(f"Server {server.name!r} declares no examples to replay; use another --policy")
+            policy = scripted_policy(env.examples)
+        else:
+            policy = custom
+
+        print(
+            f"rollout: {server.name} at {url}, policy {args.policy}, {args.episodes} episodes, "
+            f"concurrency {args.concurrency}",
+            file=sys.stderr,
+        )
+        bar = tqdm(total=args.episodes, unit="ep", file=sys.stderr, disable=args.no_progress, dynamic_ncols=True)
+        rewards: list[float] = []
+
+        def advance(result: EpisodeResult) -> None:
+            rewards.append(result.reward)
+            bar.set_postfix(reward=f"{sum(rewards) / len(rewards):.3f}", refresh=False)
+            bar.update()
+
+        try:
+            summary = await run_rollouts(
+                url,
+                policy,
+                episodes=args.episodes,
+                concurrency=args.concurrency,
+                split=args.split,
+                seed=args.seed,
+                server=server,
+                success_threshold=args.success_threshold,
+                on_result=advance,
+            )
+        finally:
+            bar.close()
+    print(summary.render())
+    return 1 if summary.errors else 0

@@ -1,0 +1,247 @@
+"""The rollout runner: many episodes at once against one server, each driven by a policy, and their summary.
+
+A policy is an async callable taking a :class:`RolloutEpisode`: it calls ``await episode.step(tool,
+arguments)`` until ``episode.done`` or it chooses to stop. The runner resets each episode (seeds
+``seed``, ``seed + 1``, ...), runs the policy, closes the episode, and keeps what happened. An
+episode that fails (the server answered an error, the model endpoint failed) is counted and
+reported with its message; the other episodes go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from openenv_mcp.client import AsyncEnvClient
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.models import StepResult
+from openenv_mcp.rollout.server import ServerInfo
+
+__all__ = ["EpisodeResult", "Policy", "PolicyError", "RolloutEpisode", "Summary", "run_rollouts"]
+
+
+class PolicyError(OpenEnvError):
+    """The policy could not act: its model endpoint answered an error or something unusable."""
+
+    code = "policy_error"
+    status = 502
+
+
+class RolloutEpisode:
+    """One episode as a policy sees it: the task, the tools, and :meth:`step`."""
+
+    def __init__(self, client: AsyncEnvClient, server: ServerInfo, first: StepResult, seed: int) -> None:
+        self.server = server
+        self.first = first
+        self.seed = seed
+        self.last = first
+        self.steps = 0
+        self.reward = 0.0
+        self.done = False
+        self.latencies: list[float] = []
+        self._client = client
+
+    @property
+    def episode_id(self) -> str:
+        return self.first.episode_id
+
+    @property
+    def task_id(self) -> str:
+        return str(self.first.info.get("task_id", ""))
+
+    @property
+    def prompt(self) -> str:
+        """The task, as the first observation gives it."""
+        return self.first.observation.text
+
+    @property
+    def max_steps(self) -> int:
+        return int(self.first.info.get("max_steps", 20))
+
+    async def step(self, tool: str, arguments: dict[str, Any] | None = None) -> StepResult:
+        """Call ``tool`` on this episode (``POST /step``); errors are raised as the package's exceptions."""
+        started = time.perf_counter()
+        try:
+            result = await self._client.step(tool, arguments, episode_id=self.episode_id)
+        finally:
+            self.latencies.append(time.perf_counter() - started)
+        self.steps += 1
+        self.reward += result.reward
+        self.done = result.done
+        self.last = result
+        return result
+
+
+Policy = Callable[[RolloutEpisode], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class EpisodeResult:
+    """What one episode did."""
+
+    seed: int
+    task_id: str = ""
+    episode_id: str = ""
+    reward: float = 0.0
+    steps: int = 0
+    done: bool = False
+    error: str | None = None
+    latencies: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Summary:
+    """Every episode's result, and the figures of the run."""
+
+    results: list[EpisodeResult]
+    seconds: float
+    success_threshold: float = 1.0
+
+    @property
+    def errors(self) -> list[EpisodeResult]:
+        """The episodes that failed (their figures are left out of the means)."""
+        return [r for r in self.results if r.error is not None]
+
+    @property
+    def ok(self) -> list[EpisodeResult]:
+        """The episodes that ran to their end: the policy stopped or the environment said done."""
+        return [r for r in self.results if r.error is None]
+
+    @property
+    def mean_reward(self) -> float:
+        ok = self.ok
+        return sum(r.reward for r in ok) / len(ok) if ok else 0.0
+
+    @property
+    def success_rate(self) -> float:
+        ok = self.ok
+        return sum(1 for r in ok if r.reward >= self.success_threshold) / len(ok) if ok else 0.0
+
+    @property
+    def mean_steps(self) -> float:
+        ok = self.ok
+        return sum(r.steps for r in ok) / len(ok) if ok else 0.0
+
+    @property
+    def latencies(self) -> list[float]:
+        return sorted(latency for r in self.results for latency in r.latencies)
+
+    def latency(self, quantile: float) -> float:
+        """A step-latency quantile in seconds (nearest rank), 0 without steps."""
+        ordered = self.latencies
+        return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)] if ordered else 0.0
+
+    def render(self) -> str:
+        """The summary table printed at the end of a rollout."""
+        n, failed = len(self.results), len(self.errors)
+        steps = len(self.latencies)
+        lines = [
+            ("episodes", f"{n} ({n - failed} ok, {failed} errors)"),
+            ("mean reward", f"{self.mean_reward:.3f}"),
+            ("success rate", f"{self.success_rate:.1%} (reward >= {self.success_threshold:g})"),
+            ("mean steps", f"{self.mean_steps:.2f}"),
+            (
+                "step latency",
+                f"p50 {self.latency(0.5) * 1000:.1f} ms, p99 {self.latency(0.99) * 1000:.1f} ms ({steps} steps)",
+            ),
+            (
+                "throughput",
+                f"{n / self.seconds:.1f} episodes/s, {steps / self.seconds:.1f} steps/s in {self.seconds:.2f} s",
+            ),
+            ("errors", str(failed) if failed else "none"),
+        ]
+        text = [f"{label:<14}{value}" for label, value in lines]
+        by_message = Counter(r.error for r in self.errors)
+        for message, count in by_message.most_common(5):
+            seeds = ", ".join(str(r.seed) for r in self.errors if r.error == message)
+            text.append(f"  {count} x {message} (seeds {seeds})")
+        if len(by_message) > 5:
+            text.append(f"  ... and {len(by_message) - 5} other errors")
+        return "\n".join(text)
+
+
+async def run_rollouts(
+    url: str,
+    policy: Policy,
+    *,
+    episodes: int,
+    concurrency: int = 1,
+    split: str | None = None,
+    seed: int = 0,
+    server: ServerInfo | None = None,
+    success_threshold: float = 1.0,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+) -> Summary:
+    """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``concurrency`` at a time.
+
+    Args:
+        url: The server's base URL.
+        policy: Drives one episode (see the module docstring).
+        server: What the server offers; found over MCP when not given.
+        on_result: Called as each episode ends (a progress bar, say).
+    """
+    from openenv_mcp.rollout.server import discover
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    client = AsyncEnvClient(url, transport=httpx.AsyncHTTPTransport(limits=limits))
+    info = server or await discover(url)
+    results: list[EpisodeResult] = []
+    limiter = anyio.Semaphore(concurrency)
+
+    async def one(episode_seed: int) -> None:
+        async with limiter:
+            result = await _episode(client, info, policy, split, episode_seed)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    started = time.perf_counter()
+    try:
+        async with anyio.create_task_group() as group:
+            for index in range(episodes):
+                group.start_soon(one, seed + index)
+    finally:
+        client.episode_id = None  # each episode was closed by its own task
+        await client.aclose()
+    results.sort(key=lambda r: r.seed)
+    return Summary(results, time.perf_counter() - started, success_threshold)
+
+
+async def _episode(
+    client: AsyncEnvClient, server: ServerInfo, policy: Policy, split: str | None, seed: int
+) -> EpisodeResult:
+    result = EpisodeResult(seed=seed)
+    try:
+        first = await client.reset(split=split, seed=seed)
+    except (OpenEnvError, httpx.HTTPError) as exc:
+        result.error = f"reset: {_describe(exc)}"
+        return result
+    episode = RolloutEpisode(client, server, first, seed)
+    try:
+        acting = policy(episode)
+        if not inspect.isawaitable(acting):
+            raise TypeError(f"A policy must be an async callable taking the episode; {policy!r} returned {acting!r}")
+        await acting
+    except (OpenEnvError, httpx.HTTPError) as exc:
+        result.error = _describe(exc)
+    finally:
+        with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # the server is gone or reaped it
+            await client.close_episode(episode_id=episode.episode_id)
+    result.task_id, result.episode_id = episode.task_id, episode.episode_id
+    result.reward, result.steps, result.done = episode.reward, episode.steps, episode.done
+    result.latencies = episode.latencies
+    return result
+
+
+def _describe(exc: BaseException) -> str:
+    message = exc.message if isinstance(exc, OpenEnvError) else str(exc) or repr(exc)
+    return f"{type(exc).__name__}: {message}"

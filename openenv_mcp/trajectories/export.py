@@ -1,0 +1,96 @@
+"""Recorded episodes as chat-format records: one JSON object per episode, ready for SFT or GRPO.
+
+{"messages": [{"role": "system", ...}, {"role": "user", "content": PROMPT},
+              {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+               "function": {"name": TOOL, "arguments": "{...}"}}]},
+              {"role": "tool", "tool_call_id": "call_1", "content": OBSERVATION TEXT}, ...],
+ "tools": [OpenAI function schemas], "reward": TOTAL, "rewards": [PER STEP], "done": true,
+ "task_id": ..., "split": ..., "seed": ..., "episode_id": ..., "server": ..., "id": ...}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from openenv_mcp.trajectories.chat import openai_tools, tool_call_message, tool_result_message
+
+if TYPE_CHECKING:
+    from openenv_mcp.trajectories.store import StoredEpisode
+
+__all__ = ["EpisodeFilter", "chat_record", "export_jsonl", "iter_records"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFilter:
+    """Which episodes to export.
+
+    By default every episode with at least one step and none missing (see ``include_incomplete``).
+
+    Attributes:
+        split: Only this split (``train``, ``test``...).
+        server: Only this server's episodes (one store may hold several servers).
+        min_reward: Only episodes whose total reward is at least this.
+        done_only: Only episodes the environment finished (not abandoned or still open).
+        include_incomplete: Also episodes with steps the recorder dropped (its queue was full) or lost.
+    """
+
+    split: str | None = None
+    server: str | None = None
+    min_reward: float | None = None
+    done_only: bool = False
+    include_incomplete: bool = False
+
+
+def chat_record(stored: StoredEpisode) -> dict[str, Any]:
+    """One episode as a chat-format record (see the module docstring)."""
+    episode, toolset = stored.episode, stored.toolset
+    messages: list[dict[str, Any]] = []
+    if toolset["description"]:
+        messages.append({"role": "system", "content": toolset["description"]})
+    messages.append({"role": "user", "content": episode["prompt"]})
+    for step in stored.steps:
+        call_id = f"call_{step['step']}"
+        messages.append(tool_call_message(call_id, step["tool"], step["arguments"]))
+        text = "\n".join(block["text"] for block in step["content"] if block.get("type") == "text")
+        messages.append(tool_result_message(call_id, text))
+    return {
+        "messages": messages,
+        "tools": openai_tools(toolset["tools"]),
+        "reward": episode["total_reward"],
+        "rewards": [step["reward"] for step in stored.steps],
+        "done": episode["done"],
+        "task_id": episode["task_id"],
+        "split": episode["split"],
+        "seed": episode["seed"],
+        "episode_id": episode["episode_id"],
+        "server": episode["server"],
+        "id": episode["id"],
+    }
+
+
+def iter_records(url: str, where: EpisodeFilter | None = None) -> Iterator[dict[str, Any]]:
+    """The chat-format records of the episodes in the store at ``url`` that ``where`` selects, oldest first."""
+    where = where or EpisodeFilter()
+    from openenv_mcp.trajectories.store import TrajectoryStore
+
+    store = TrajectoryStore(url)
+    try:
+        store.check_readable()
+        for stored in store.read(where):
+            complete = [step["step"] for step in stored.steps] == list(range(1, len(stored.steps) + 1))
+            if complete or where.include_incomplete:
+                yield chat_record(stored)
+    finally:
+        store.close()
+
+
+def export_jsonl(url: str, output: TextIO, where: EpisodeFilter | None = None) -> int:
+    """Write one JSON line per selected episode to ``output``; return how many were written."""
+    count = 0
+    for record in iter_records(url, where):
+        output.write(json.dumps(record, ensure_ascii=False) + "\n")
+        count += 1
+    return count

@@ -1,0 +1,280 @@
+"""Where trajectories live: three tables, written and read through SQLAlchemy (SQLite or PostgreSQL).
+
+    trajectory_toolsets  one row per (server, description, tool list) seen: the tools an episode had
+    trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
+    trajectory_steps     one row per step: tool and arguments, observation, reward, done, timings
+
+The store is synchronous: the recorder calls it from its writer thread, the exporter from the
+command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
+There are no foreign keys on purpose: a batch the database refused must not make later batches
+fail; the exporter skips episodes with missing steps instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import to_json
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    bindparam,
+    create_engine,
+    event,
+    insert,
+    inspect,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from openenv_mcp.errors import BackendUnavailable, ConfigError
+from openenv_mcp.trajectories.export import EpisodeFilter
+
+__all__ = ["StoredEpisode", "TrajectoryStore", "engine_url", "toolset_id"]
+
+metadata = MetaData()
+
+toolsets = Table(
+    "trajectory_toolsets",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("server", String(128), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("tools", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+episodes = Table(
+    "trajectory_episodes",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("episode_id", String(128), nullable=False, index=True),
+    Column("server", String(128), nullable=False, index=True),
+    Column("toolset_id", String(32), nullable=False),
+    Column("task_id", String(256), nullable=False, index=True),
+    Column("split", String(64), nullable=False, index=True),
+    Column("seed", BigInteger, nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("max_steps", Integer, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("closed_at", Float),
+    Column("step_count", Integer, nullable=False, default=0),
+    Column("total_reward", Float, nullable=False, default=0.0),
+    Column("done", Boolean, nullable=False, default=False),
+    Column("dropped_steps", Integer, nullable=False, default=0),
+)
+
+steps = Table(
+    "trajectory_steps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trajectory_id", String(32), nullable=False, index=True),
+    Column("step", Integer, nullable=False),
+    Column("tool", String(128), nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("content", JSON, nullable=False),
+    Column("structured_content", JSON),
+    Column("is_error", Boolean, nullable=False),
+    Column("reward", Float, nullable=False),
+    Column("done", Boolean, nullable=False),
+    Column("tool_seconds", Float, nullable=False),
+    Column("at", Float, nullable=False),
+    UniqueConstraint("trajectory_id", "step"),
+)
+
+_PROGRESS = ("step_count", "total_reward", "done")
+_MARKED = ("dropped_steps",)
+_CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
+
+
+def engine_url(url: str) -> str:
+    """``url`` with PostgreSQL pointed at psycopg 3 (the driver this package installs)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def toolset_id(server: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """A stable id for a server's tool list (a server that changes its tools gets a new one)."""
+    canonical = json.dumps({"server": server, "description": description, "tools": tools}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEpisode:
+    """One episode as stored: its row, its toolset row, and its steps in order."""
+
+    episode: Mapping[str, Any]
+    toolset: Mapping[str, Any]
+    steps: list[Mapping[str, Any]]
+
+
+class TrajectoryStore:
+    """The trajectory tables behind one SQLAlchemy URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            parsed = make_url(engine_url(url))
+            options: dict[str, Any] = {"json_serializer": _json}
+            if parsed.get_backend_name() == "sqlite":
+                options["connect_args"] = {"timeout": 30, "check_same_thread": False}
+                if parsed.database in (None, "", ":memory:"):
+                    options["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty DB
+            self.engine: Engine = create_engine(parsed, **options)
+        except (ArgumentError, ImportError, ValueError) as exc:
+            raise ConfigError(
+                f"OPENENV_TRAJECTORIES is not a usable SQLAlchemy URL ({url!r}: {exc}); "
+                "use e.g. sqlite:///openenv-trajectories.db, postgresql://user@host/db, or 'off'"
+            ) from None
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    def create(self) -> None:
+        """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
+        try:
+            metadata.create_all(self.engine, checkfirst=True)
+        except SQLAlchemyError as exc:
+            raise ConfigError(
+                f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
+                f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
+            ) from None
+
+    def check_readable(self) -> None:
+        """Raise ConfigError unless the store exists and holds the trajectory tables (never creates a file)."""
+        url = self.engine.url
+        database = url.database if url.get_backend_name() == "sqlite" else None
+        if database not in (None, "", ":memory:") and not Path(str(database)).exists():
+            raise ConfigError(
+                f"No trajectory store at {self.url!r}: {database} does not exist "
+                "(a sim server writes it; pass --url or set OPENENV_TRAJECTORIES to where it records)"
+            )
+        try:
+            found = inspect(self.engine).has_table(episodes.name)
+        except SQLAlchemyError as exc:
+            raise ConfigError(f"Cannot read the trajectory store {self.url!r}: {str(exc).splitlines()[0]}") from None
+        if not found:
+            raise ConfigError(f"The database {self.url!r} holds no trajectories (no {episodes.name} table)")
+
+    def save_toolset(self, *, server: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
+        """Store a server's tool list once; return its id."""
+        key = toolset_id(server, description, tools)
+        with self.engine.begin() as conn:
+            if conn.execute(select(toolsets.c.id).where(toolsets.c.id == key)).first() is None:
+                conn.execute(
+                    insert(toolsets).values(
+                        id=key, server=server, description=description, tools=list(tools), created_at=time.time()
+                    )
+                )
+        return key
+
+    def write(
+        self,
+        *,
+        opened: Sequence[Mapping[str, Any]] = (),
+        stepped: Sequence[Mapping[str, Any]] = (),
+        progress: Sequence[Mapping[str, Any]] = (),
+        marked: Sequence[Mapping[str, Any]] = (),
+        closed: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Write one batch in one transaction: new episodes, their steps, running totals, drop marks, closes.
+
+        Raises:
+            BackendUnavailable: the database refused the batch (nothing of it was written).
+        """
+        try:
+            with self.engine.begin() as conn:
+                if opened:
+                    conn.execute(insert(episodes), list(opened))
+                if stepped:
+                    conn.execute(insert(steps), list(stepped))
+                for rows, names in ((progress, _PROGRESS), (marked, _MARKED), (closed, _CLOSE)):
+                    if rows:
+                        statement = (
+                            update(episodes)
+                            .where(episodes.c.id == bindparam("b_id"))
+                            .values({name: bindparam(f"b_{name}") for name in names})
+                        )
+                        conn.execute(statement, [{f"b_{k}": v for k, v in row.items()} for row in rows])
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} refused a write: {exc.__class__.__name__}: "
+                f"{str(exc).splitlines()[0]}"
+            ) from exc
+
+    def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:
+        """Episodes matching ``where``, oldest first, each with its steps; streamed in chunks."""
+        where = where or EpisodeFilter()
+        conditions = [episodes.c.step_count > 0]
+        if where.split is not None:
+            conditions.append(episodes.c.split == where.split)
+        if where.server is not None:
+            conditions.append(episodes.c.server == where.server)
+        if where.min_reward is not None:
+            conditions.append(episodes.c.total_reward >= where.min_reward)
+        if where.done_only:
+            conditions.append(episodes.c.done.is_(True))
+        if not where.include_incomplete:
+            conditions.append(episodes.c.dropped_steps == 0)
+        known: dict[str, Mapping[str, Any]] = {}
+        after: tuple[float, str] | None = None
+        while True:
+            query = select(episodes).where(*conditions)
+            if after is not None:
+                query = query.where(tuple_(episodes.c.created_at, episodes.c.id) > tuple_(*after))
+            query = query.order_by(episodes.c.created_at, episodes.c.id).limit(chunk)
+            with self.engine.connect() as conn:
+                rows = [dict(row._mapping) for row in conn.execute(query)]
+                if not rows:
+                    return
+                ids = [row["id"] for row in rows]
+                by_episode: dict[str, list[Mapping[str, Any]]] = {key: [] for key in ids}
+                step_query = (
+                    select(steps).where(steps.c.trajectory_id.in_(ids)).order_by(steps.c.trajectory_id, steps.c.step)
+                )
+                for step in conn.execute(step_query):
+                    by_episode[step.trajectory_id].append(dict(step._mapping))
+                missing = {row["toolset_id"] for row in rows} - known.keys()
+                if missing:
+                    for toolset in conn.execute(select(toolsets).where(toolsets.c.id.in_(missing))):
+                        known[toolset.id] = dict(toolset._mapping)
+            for row in rows:
+                yield StoredEpisode(episode=row, toolset=known[row["toolset_id"]], steps=by_episode[row["id"]])
+            after = (rows[-1]["created_at"], rows[-1]["id"])
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _json(value: Any) -> str:
+    # pydantic-core: several times faster than json.dumps, and it takes models, dates and decimals as they are
+    return to_json(value, fallback=repr).decode()
+
+
+def _sqlite_pragmas(connection: Any, record: Any) -> None:
+    # WAL lets the exporter (and other replicas) read while a server writes.
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()

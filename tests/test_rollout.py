@@ -1,0 +1,330 @@
+"""Rollouts: concurrent episodes with scripted, OpenAI-compatible and user policies, and their summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic_settings import BaseSettings
+
+from openenv_mcp import BoundCall, Environment, Grade, Observation, Task, TaskSet, Toolbox
+from openenv_mcp.rollout import (
+    EpisodeResult,
+    OpenAIPolicy,
+    RolloutEpisode,
+    Summary,
+    discover,
+    run_rollouts,
+    scripted_policy,
+)
+from openenv_mcp.trajectories import iter_records, openai_tools
+from servers.sql import environment
+from servers.sql.tasks import SqlTask
+from tests.support import LiveServer, live_server
+
+pytestmark = pytest.mark.anyio
+CLI = [sys.executable, "-m", "openenv_mcp.cli"]
+TASKS = environment.tasks()
+WRONG = "SELECT 1 WHERE 1 = 0"  # no rows: earns 0 on every task
+
+
+def gold(task_id: str) -> str:
+    task = TASKS.get(task_id)
+    assert isinstance(task, SqlTask)
+    return task.gold_sql
+
+
+def expected_reward(seed: int) -> float:
+    """What the scripted model earns: the gold answer on even-numbered tasks, nothing on odd ones."""
+    task = TASKS.pick(task_id=None, split=None, seed=seed)
+    return 1.0 if int(task.id.split("-")[1]) % 2 == 0 else 0.0
+
+
+async def gold_policy(episode: RolloutEpisode) -> None:
+    """A user policy (``--policy tests.test_rollout:gold_policy``): submit the gold query at once."""
+    await episode.step("submit_answer", {"sql": gold(episode.task_id)})
+
+
+# an OpenAI-compatible endpoint with a scripted model --------------------------------------------------
+
+
+class ScriptedModel:
+    """``POST /v1/chat/completions`` with tool calls chosen by script: the protocol is real, the model is not.
+
+    Turn 1 calls a tool that does not exist, turn 2 lists the tables, turn 3 submits (the gold query
+    on even-numbered tasks, a wrong one on odd ones), then it answers in words. ``fail_task`` makes
+    the endpoint answer 500 for that task.
+    """
+
+    def __init__(self, fail_task: str | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail_task = fail_task
+        by_prompt = {task.prompt: task for task in TASKS}
+        self.app = FastAPI()
+
+        @self.app.post("/v1/chat/completions")
+        async def complete(request: Request) -> JSONResponse:
+            body = await request.json()
+            self.requests.append({"authorization": request.headers.get("authorization"), **body})
+            messages = body["messages"]
+            task = by_prompt[next(m["content"] for m in messages if m["role"] == "user")]
+            if task.id == self.fail_task:
+                return JSONResponse({"error": {"message": "the model is overloaded"}}, status_code=500)
+            turn = sum(1 for m in messages if m["role"] == "assistant")
+            if turn == 0:
+                return reply(call(turn, "drop_everything", "{}"))
+            if turn == 1:
+                return reply(call(turn, "list_tables", "{}"))
+            if turn == 2:
+                sql = gold(task.id) if int(task.id.split("-")[1]) % 2 == 0 else WRONG
+                return reply(call(turn, "submit_answer", json.dumps({"sql": sql})))
+            return reply({"role": "assistant", "content": "I have answered."})
+
+
+def call(turn: int, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
+
+
+def reply(message: dict[str, Any]) -> JSONResponse:
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return JSONResponse(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+    )
+
+
+def serve(app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free port in a thread; yields its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[str, ScriptedModel]]:
+    scripted = ScriptedModel(fail_task="sql-003")
+    for url in serve(scripted.app):
+        yield f"{url}/v1", scripted
+
+
+@pytest.fixture(scope="module")
+def sql_server() -> Iterator[LiveServer]:
+    with live_server(environment, mode="sim", max_episodes=64) as server:
+        yield server
+
+
+def rollout(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "rollout", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False
+    )
+
+
+def summary_line(out: str, label: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(label))[len(label) :].strip()
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel]
+) -> None:
+    base_url, scripted = model
+    seeds = [s for s in range(40) if TASKS.pick(task_id=None, split=None, seed=s).id != "sql-003"]
+    async with OpenAIPolicy(base_url=base_url, model="scripted", api_key="sk-test") as policy:
+        one = await run_rollouts(sql_server.url, policy, episodes=1, seed=seeds[0])
+        concurrent = await run_rollouts(sql_server.url, policy, episodes=12, concurrency=4, seed=100)
+    [result] = one.results
+    assert (result.reward, result.steps, result.done, result.error) == (expected_reward(seeds[0]), 2, True, None)
+    failing = {r.seed for r in concurrent.results if r.task_id == "sql-003"}
+    assert [r.seed for r in concurrent.results] == list(range(100, 112))
+    for result in concurrent.results:
+        if result.seed in failing:
+            assert result.error is not None and "answered 500" in result.error
+        else:
+            assert (result.reward, result.steps, result.error) == (expected_reward(result.seed), 2, None)
+    assert len(sql_server.runtime.episodes) == 0  # every episode was closed
+
+    first = scripted.requests[0]
+    assert first["authorization"] == "Bearer sk-test" and first["model"] == "scripted"
+    assert first["tools"] == openai_tools(
+        {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in environment.tools
+    )
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    second = next(r for r in scripted.requests if len(r["messages"]) == 4)
+    refusal = second["messages"][3]
+    assert refusal["role"] == "tool" and refusal["tool_call_id"] == "call_0"
+    assert "No tool 'drop_everything' on server 'sql'; available:" in refusal["content"]
+
+
+async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
+    with live_server(flaky, mode="sim") as server:
+        summary = await run_rollouts(server.url, scripted_policy(flaky.examples), episodes=6, concurrency=3)
+    assert [r.seed for r in summary.errors] == [2]
+    assert "HTTP 500" in (summary.errors[0].error or "")
+    assert [r.reward for r in summary.results if r.error is None] == [1.0] * 5
+    table = summary.render()
+    assert "6 (5 ok, 1 errors)" in table and "1 x OpenEnvError: HTTP 500" in table and "(seeds 2)" in table
+
+
+async def test_discover_lists_the_tools_an_mcp_agent_sees(sql_server: LiveServer) -> None:
+    info = await discover(sql_server.url)
+    assert (info.name, info.description) == ("sql", environment.description)
+    assert [tool["name"] for tool in info.tools] == ["list_tables", "describe_table", "run_query", "submit_answer"]
+    assert info.tools[2]["inputSchema"] == environment.tools.get("run_query").input_schema
+
+
+def test_summary_figures() -> None:
+    results = [EpisodeResult(seed=i, reward=r, steps=2, latencies=[i / 1000, 0.001]) for i, r in enumerate([1, 0.5])]
+    results.append(EpisodeResult(seed=2, error="OpenEnvError: down"))
+    summary = Summary(results, seconds=2.0, success_threshold=0.5)
+    assert (summary.mean_reward, summary.success_rate, summary.mean_steps) == (0.75, 1.0, 2.0)  # the ok episodes
+    assert (summary.latency(0.5), summary.latency(0.99)) == (0.001, 0.001)
+    table = summary.render()
+    assert "episodes      3 (2 ok, 1 errors)" in table
+    assert "success rate  100.0% (reward >= 0.5)" in table
+    assert "throughput    1.5 episodes/s, 2.0 steps/s" in table
+    assert "1 x OpenEnvError: down (seeds 2)" in table
+
+
+# the command line ------------------------------------------------------------------------------------
+
+
+def test_rollout_cli_with_an_openai_compatible_model(sql_server: LiveServer, model: tuple[str, ScriptedModel]) -> None:
+    base_url, _ = model
+    seeds = range(200, 206)
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "scripted", "--base-url", base_url,
+        "--episodes", "6", "--concurrency", "3", "--seed", "200", OPENAI_API_KEY="sk-env",
+    )  # fmt: skip
+    failing = [s for s in seeds if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003"]
+    assert done.returncode == (1 if failing else 0), done.stderr
+    rewards = [expected_reward(s) for s in seeds if s not in failing]
+    assert summary_line(done.stdout, "episodes") == f"6 ({6 - len(failing)} ok, {len(failing)} errors)"
+    assert summary_line(done.stdout, "mean reward") == f"{sum(rewards) / len(rewards):.3f}"
+    assert summary_line(done.stdout, "mean steps") == "2.00"
+    assert re.search(r"p50 [\d.]+ ms, p99 [\d.]+ ms", summary_line(done.stdout, "step latency"))
+    assert "6/6" in done.stderr  # the progress bar
+
+
+def test_rollout_cli_reports_a_failing_model_and_exits_1(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel]
+) -> None:
+    base_url, _ = model
+    seed = next(s for s in range(100) if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003")
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--no-progress",
+        "--episodes", "1", "--seed", str(seed),
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert summary_line(done.stdout, "episodes") == "1 (0 ok, 1 errors)"
+    assert "PolicyError: The chat endpoint" in done.stdout and "answered 500" in done.stdout
+
+
+def test_rollout_cli_with_a_user_policy(sql_server: LiveServer) -> None:
+    done = rollout(sql_server.url, "--policy", "tests.test_rollout:gold_policy", "-n", "8", "-c", "4", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert summary_line(done.stdout, "mean reward") == "1.000"
+    assert summary_line(done.stdout, "success rate") == "100.0% (reward >= 1)"
+
+
+def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'rollout.db'}"
+    done = rollout("sql", "--episodes", "5", "--concurrency", "2", OPENENV_TRAJECTORIES=store)
+    assert done.returncode == 0, done.stderr
+    assert summary_line(done.stdout, "episodes") == "5 (5 ok, 0 errors)"
+    assert summary_line(done.stdout, "mean steps") == "3.00"  # the sql environment's three examples
+    records = list(iter_records(store))  # the server stopped cleanly: everything was written
+    assert len(records) == 5 and all(len(r["rewards"]) == 3 for r in records)
+    assert [r["seed"] for r in records] == [0, 1, 2, 3, 4]
+
+
+def test_rollout_cli_explains_bad_input() -> None:
+    done = rollout("nosuch")
+    assert done.returncode == 2 and "No server 'nosuch'; installed servers:" in done.stderr
+    done = rollout("http://127.0.0.1:9", "--policy", "nonsense")
+    assert done.returncode == 2 and "not 'scripted', 'openai' or 'module:callable'" in done.stderr
+    done = rollout("http://127.0.0.1:9", "--policy", "openai")
+    assert done.returncode == 2 and "--policy openai needs --base-url" in done.stderr
+    done = rollout("http://127.0.0.1:9")
+    assert done.returncode == 2 and "Cannot reach the MCP endpoint" in done.stderr and "Traceback" not in done.stderr
+
+
+# an environment whose backend breaks on seed 2 ---------------------------------------------------------
+
+
+class FlakyBackend:
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    @classmethod
+    async def open(cls, task: Task, seed: int, settings: Any) -> FlakyBackend:
+        return cls(seed)
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+flaky_tools: Toolbox[FlakyBackend] = Toolbox("flaky")
+
+
+@flaky_tools.tool
+async def poke(backend: FlakyBackend) -> str:
+    """Poke the backend."""
+    if backend.seed == 2:
+        raise RuntimeError("the backend of seed 2 is broken")
+    return "ok"
+
+
+async def _grade(task: Task, backend: FlakyBackend, call: BoundCall, observation: Observation) -> Grade:
+    return Grade(reward=0.5, done=False)
+
+
+async def _no_prod(settings: Any) -> FlakyBackend:
+    raise NotImplementedError
+
+
+flaky: Environment[FlakyBackend, Task] = Environment(
+    name="flaky",
+    description="Poke a backend that breaks on seed 2.",
+    tools=flaky_tools,
+    tasks=lambda: TaskSet([Task(id="poke", split="train", prompt="Poke it twice.")]),
+    settings=BaseSettings,
+    sim_backend=FlakyBackend.open,
+    prod_backend=_no_prod,
+    grade=_grade,
+    examples=(("poke", {}), ("poke", {})),
+)
