@@ -19,10 +19,9 @@ carries invalid arguments is not sent as a step: it yields an error observation 
 (``info["invalid_action"]`` is true), so the agent can read the message and correct itself,
 and it counts against the step limit.
 
-**Episode ends**: ``terminated`` when the environment says the episode is done before its step
-limit; ``truncated`` when ``max_steps`` actions were taken without that. At the very last step the
-control plane does not say whether the task or the limit ended the episode, so an episode that is
-finished by its final allowed step is reported as truncated (its reward is right either way).
+**Episode ends**: ``terminated`` when the task ends the episode (the step result's
+``info["truncated"]`` is false); ``truncated`` when the step limit ends it (the server says so in
+``info["truncated"]``, or ``max_steps`` actions, invalid ones included, were taken).
 
 **Seeds**: ``reset(seed=s)`` asks the server for seed ``s`` (the task :class:`~openenv_mcp.EnvClient`
 would get with ``seed=s``); ``reset()`` draws the server seed from the env's ``np_random``, so a
@@ -119,6 +118,7 @@ class ToolEnv(gymnasium.Env[str, str]):
         if self.episode_id is None or self._over:
             raise ResetNeeded("No episode is running: call reset() first (and again after terminated or truncated)")
         self._actions += 1
+        limit_hit = False  # the server ended the episode at its step limit
         try:
             tool, arguments = parse_action(action)
             result = self.client.step(tool, arguments, episode_id=self.episode_id)
@@ -130,12 +130,12 @@ class ToolEnv(gymnasium.Env[str, str]):
             observation = result.observation
             text, cut = self._text(observation)
             reward, done = result.reward, result.done
+            limit_hit = bool(result.info.get("truncated"))
             self._progress = {key: result.info[key] for key in self._progress if key in result.info}
             info = {"is_error": observation.is_error, "structured_content": observation.structured_content}
             info.update(self._progress, invalid_action=False, observation_cut=cut)
-        at_limit = self._actions >= self._max_steps or int(self._progress["step_count"]) >= self._max_steps
-        terminated = done and not at_limit
-        truncated = at_limit and not terminated
+        terminated = done and not limit_hit
+        truncated = not terminated and (limit_hit or self._actions >= self._max_steps)
         self._over = terminated or truncated
         return text, float(reward), terminated, truncated, info
 

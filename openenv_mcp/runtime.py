@@ -54,6 +54,7 @@ class Outcome:
     episode: Episode | None
     reward: float
     done: bool
+    truncated: bool = False  # done because the step limit ran out, not because the task ended
 
     def as_step(self) -> StepResult:
         episode = self.episode
@@ -63,7 +64,12 @@ class Outcome:
             observation=self.observation,
             reward=self.reward,
             done=self.done,
-            info={"step_count": episode.step_count, "total_reward": episode.total_reward, "task_id": episode.task.id},
+            info={
+                "step_count": episode.step_count,
+                "total_reward": episode.total_reward,
+                "task_id": episode.task.id,
+                "truncated": self.truncated,
+            },
         )
 
 
@@ -181,7 +187,11 @@ class Runtime:
             seed = self._defaults_opened  # 0, 1, 2...: each new default episode moves to the next draw
             self._defaults_opened += 1
             task = self.tasks.pick(task_id=None, split=None, seed=seed)
-            return await self._open(task, seed, DEFAULT_EPISODE)
+            episode = await self._open(task, seed, DEFAULT_EPISODE)
+            observation = task_observation(task, self.tools.names)
+            for observer in self.observers:
+                observer.on_reset(episode, observation)
+            return episode
 
     def episode(self, episode_id: str) -> Episode:
         self._require_sim("Episode state")
@@ -225,9 +235,10 @@ class Runtime:
                     episode.step_count += 1
                     grade = await self.env.grade(episode.task, episode.backend, bound, observation)
                     episode.total_reward += grade.reward
-                    episode.done = grade.done or episode.step_count >= episode.max_steps
+                    truncated = not grade.done and episode.step_count >= episode.max_steps
+                    episode.done = grade.done or truncated
                     episode.touch()
-                result = Outcome(observation, episode, grade.reward, episode.done)
+                result = Outcome(observation, episode, grade.reward, episode.done, truncated)
                 for observer in self.observers:
                     observer.on_step(episode, bound, result, ran)
             outcome = "tool_failed" if observation.is_error else "ok"

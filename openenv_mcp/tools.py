@@ -17,31 +17,49 @@ by the runtime; a tool never sees the mode.
         \"\"\"
         return await db.query(sql)
 
+A tool that returns a picture (a screenshot, a chart) declares ``-> Image[Meta]``: the result
+renders as an MCP image block plus ``Meta`` as structured content, and ``Meta`` is the output schema.
+
 Both doors (MCP and the HTTP control plane) call :meth:`Toolbox.bind` then
 :meth:`BoundCall.run`: one validation, one dispatch.
 """
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, get_type_hints, overload
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from openenv_mcp.errors import InvalidToolArguments, ToolFailed, ToolNotFound
-from openenv_mcp.models import Observation, TextBlock
+from openenv_mcp.models import ContentBlock, ImageBlock, Observation, TextBlock
 
-__all__ = ["BoundCall", "Tool", "Toolbox"]
+__all__ = ["BoundCall", "Image", "Tool", "Toolbox"]
 
 BackendT = TypeVar("BackendT")
+MetadataT = TypeVar("MetadataT")
 ToolFn = Callable[..., Awaitable[Any]]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Image(Generic[MetadataT]):
+    """A tool result that is a picture: an MCP image block (base64 ``data``) plus ``metadata``.
+
+    Declare the tool as ``-> Image[Meta]``: ``Meta`` (a model, or any JSON type) is the tool's
+    output schema and becomes the result's structured content (and its JSON text block).
+    """
+
+    data: bytes
+    mime_type: str
+    metadata: MetadataT
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +75,22 @@ class Tool:
     arguments: type[BaseModel]
     output: TypeAdapter[Any]
     wraps_output: bool
+    image: bool = False
 
     def render(self, value: Any) -> Observation:
-        """Turn the tool's return value into structured content plus its JSON text."""
+        """Turn the tool's return value into structured content plus its JSON text (after the image, if any)."""
+        content: list[ContentBlock] = []
+        if self.image:
+            if not isinstance(value, Image):
+                raise TypeError(f"Tool {self.name!r} is declared to return an Image, got {type(value).__name__}")
+            content.append(ImageBlock(data=base64.b64encode(value.data).decode("ascii"), mimeType=value.mime_type))
+            value = value.metadata
         dumped = self.output.dump_python(value, mode="json")
         structured = {"result": dumped} if self.wraps_output else dumped
         text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        content.append(TextBlock.model_construct(type="text", text=text))
         return Observation.model_construct(
-            content=[TextBlock.model_construct(type="text", text=text)],
+            content=content,
             structured_content=structured,
             is_error=False,
         )
@@ -72,10 +98,14 @@ class Tool:
 
 @dataclass(frozen=True, slots=True)
 class BoundCall:
-    """A validated call, ready to run against a backend."""
+    """A validated call, ready to run against a backend.
+
+    ``kwargs`` are the validated values the tool receives; ``arguments`` what the caller sent.
+    """
 
     tool: Tool
     kwargs: dict[str, Any]
+    arguments: Mapping[str, Any]
 
     async def run(self, backend: Any) -> Observation:
         """Run the tool; a :class:`ToolFailed` raised by its body becomes an ``is_error`` result."""
@@ -126,7 +156,7 @@ class Toolbox(Generic[BackendT]):
             parsed = tool.arguments.model_validate(arguments or {})
         except ValidationError as exc:
             raise InvalidToolArguments(_describe_errors(name, exc)) from None
-        return BoundCall(tool, {field: getattr(parsed, field) for field in type(parsed).model_fields})
+        return BoundCall(tool, {field: getattr(parsed, field) for field in type(parsed).model_fields}, arguments or {})
 
     @overload
     def tool(self, fn: ToolFn, /) -> ToolFn: ...
@@ -226,7 +256,11 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
     input_schema = arguments.model_json_schema()
     input_schema.pop("title", None)
 
-    output = TypeAdapter(hints["return"])
+    returns = hints["return"]
+    if returns is Image:
+        raise TypeError(f"{where}: say what the image's metadata is, e.g. '-> Image[ScreenInfo]' or '-> Image[None]'")
+    image = get_origin(returns) is Image
+    output = TypeAdapter(get_args(returns)[0] if image else returns)
     output_schema = output.json_schema(mode="serialization")
     wraps = output_schema.get("type") != "object"
     if wraps:
@@ -243,6 +277,7 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
         arguments=arguments,
         output=output,
         wraps_output=wraps,
+        image=image,
     )
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,3 +41,8 @@ def prod_server(pg_url: str, monkeypatch_module: Any) -> Iterator[LiveServer]:
 def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+# Servers the tests start (in process or as `openenv-mcp serve`) record no trajectories unless a
+# test asks: the default would write openenv-trajectories.db into the working directory.
+os.environ.setdefault("OPENENV_TRAJECTORIES", "off")

@@ -175,3 +175,32 @@ async def test_a_crashing_tool_is_counted_as_crashed_not_ok() -> None:
     text = runtime.metrics.render().decode()
     assert 'openenv_tool_calls_total{outcome="crashed",tool="crash"} 1.0' in text
     assert 'outcome="ok",tool="crash"' not in text
+
+
+async def test_step_info_says_whether_the_limit_or_the_task_ended_the_episode() -> None:
+    runtime = build_runtime(environment, Settings(mode="sim", max_steps=2))
+    await runtime.start()
+    by_limit = (await runtime.reset(seed=1)).episode_id
+    first = await runtime.call("list_tables", {}, by_limit)
+    last = await runtime.call("list_tables", {}, by_limit)
+    by_task = (await runtime.reset(task_id="sql-001")).episode_id
+    await runtime.call("list_tables", {}, by_task)
+    solved = await runtime.call("submit_answer", {"rows": [[60]]}, by_task)
+    await runtime.stop()
+    assert (first.done, first.truncated, first.as_step().info["truncated"]) == (False, False, False)
+    assert (last.done, last.truncated, last.as_step().info["truncated"]) == (True, True, True)
+    assert (solved.done, solved.truncated, solved.reward) == (True, False, 1.0)
+
+
+async def test_the_default_episode_is_announced_to_observers_and_keeps_raw_arguments() -> None:
+    runtime = build_runtime(environment, Settings(mode="sim"))
+    recorder = Recorder()
+    seen: list[Any] = []
+    recorder.on_step = lambda episode, call, outcome, seconds: seen.append(dict(call.arguments))  # type: ignore[method-assign]
+    runtime.observe(recorder)
+    await runtime.start()
+    await runtime.call("run_query", {"sql": "SELECT 1"}, None)
+    await runtime.stop()
+    first_default = runtime.tasks.pick(task_id=None, split=None, seed=0).id
+    assert [e for e in recorder.events if e[0] == "reset"] == [("reset", first_default, first_default)]
+    assert seen == [{"sql": "SELECT 1"}]

@@ -194,7 +194,7 @@ class TrajectoryRecorder:
         self._open(episode)
 
     def on_step(self, episode: Episode, call: BoundCall, outcome: Outcome, seconds: float) -> None:
-        uid = self._uids.get(episode) or self._open(episode)  # the default episode opens without a reset
+        uid = self._uids.get(episode) or self._open(episode)
         if self._enqueued_steps - self._written_steps >= self.queue_size:
             self.dropped.labels("queue_full").inc()
             count = self._dropped.get(episode, 0)
@@ -208,7 +208,7 @@ class TrajectoryRecorder:
                 uid,
                 episode.step_count,
                 call.tool,
-                call.kwargs,
+                dict(call.arguments),
                 outcome.observation,
                 outcome.reward,
                 outcome.done,
@@ -291,7 +291,7 @@ def _rows(events: list[_Event], server: str, toolset: str) -> dict[str, list[dic
                     "step": event.step,
                     "tool": event.tool.name,
                     # JSON columns: the store's serializer (pydantic-core) turns these into JSON text
-                    "arguments": _explicit(event.tool, event.arguments),
+                    "arguments": event.arguments,
                     "content": observation.content,
                     "structured_content": observation.structured_content,
                     "is_error": observation.is_error,
@@ -347,16 +347,6 @@ def _rows(events: list[_Event], server: str, toolset: str) -> dict[str, list[dic
         "progress": list(progress.values()),
         "marked": marked,
         "closed": closed,
-    }
-
-
-def _explicit(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments without those left at their default: closer to what the agent sent."""
-    fields = tool.arguments.model_fields
-    return {
-        name: value
-        for name, value in arguments.items()
-        if name not in fields or fields[name].is_required() or value != fields[name].default
     }
 
 
