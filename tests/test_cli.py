@@ -10,7 +10,6 @@ import sys
 import httpx
 
 from openenv_mcp.catalog import server_names
-
 from tests.support import free_port, wait_http
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
