@@ -1,0 +1,221 @@
+"""Confinement: what a sandboxed run does between fork and exec, and the command it execs.
+
+With namespaces (the server runs as root on a Linux that allows them), the child of the
+server, still root:
+
+1. enters new mount, network and IPC namespaces (no network: the only interface is a
+   loopback that is down);
+2. makes every mount private to the run and read-only;
+3. binds the workspace on ``/tmp`` (read-write, nosuid, nodev) and makes it the working directory;
+4. covers the hidden paths (the source checkout with the task data, the acceptance tests);
+5. mounts a private ``/dev/shm``;
+6. sets niceness, no-new-privileges, SIGKILL if the server dies, and the resource limits;
+
+then execs :func:`command`: ``unshare`` makes a PID namespace with its own ``/proc``,
+``setpriv`` drops to the episode's uid and gid with no supplementary groups, and a
+``/bin/sh`` becomes the namespace's init, running ``python``. When the run ends or is
+killed, the kernel kills and reaps every process left in the namespace.
+
+Without namespaces, steps 1-5 are a plain ``chdir`` and the child drops to the episode's
+uid itself (when root) before exec'ing ``python`` directly.
+
+A failing step writes why into a report pipe and exits with status 125, so nothing ever
+runs half-confined. Everything the child calls is resolved before the fork: it only makes
+system calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from servers.coding.accounts import Account
+
+__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "mount_points", "preexec", "sweeper"]
+
+SETUP_FAILED = 125
+"""Exit status of a child whose confinement failed (its reason is in the report pipe)."""
+
+VISIBLE_WORKDIR = "/tmp"
+"""Where the workspace appears inside the namespaces (the same path in every episode)."""
+
+_CLONE_NEWNS = 0x0002_0000
+_CLONE_NEWIPC = 0x0800_0000
+_CLONE_NEWNET = 0x4000_0000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_NOATIME, _MS_NODIRATIME, _MS_BIND = 32, 1024, 2048, 4096
+_MS_REC, _MS_PRIVATE, _MS_RELATIME = 16384, 1 << 18, 1 << 21
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_KEPT_FLAGS = {
+    b"nosuid": _MS_NOSUID,
+    b"nodev": _MS_NODEV,
+    b"noexec": _MS_NOEXEC,
+    b"noatime": _MS_NOATIME,
+    b"nodiratime": _MS_NODIRATIME,
+    b"relatime": _MS_RELATIME,
+}
+# pid 1 of a PID namespace ignores signals it has no handler for, so python must not be it:
+# the shell is, and reports a signal death the way shells do (status 128 + N).
+_INIT = '"$@"; exit $?'
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_unshare = _libc.unshare
+_unshare.argtypes = [ctypes.c_int]
+_mount = _libc.mount
+_mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_prctl = _libc.prctl
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything one child needs, computed in the parent."""
+
+    workspace: bytes
+    namespaces: bool
+    account: Account | None
+    rlimits: tuple[tuple[int, int, int], ...]
+    niceness: int
+    remounts: tuple[tuple[bytes, int], ...] = ()
+    hidden_dirs: tuple[bytes, ...] = ()
+    hidden_files: tuple[bytes, ...] = ()
+    report_fd: int = -1
+    parent_pid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Tools:
+    """The util-linux programs and the shell the namespace path execs."""
+
+    unshare: str
+    setpriv: str
+    sh: str
+
+
+def command(plan: Plan, tools: Tools | None, python: str, script: str) -> list[str]:
+    """The argv the confined child execs."""
+    run = [python, "-s", "-B", script]
+    if not plan.namespaces:
+        return run
+    assert tools is not None and plan.account is not None, "the namespace path needs util-linux and an account"
+    uid, gid = plan.account.uid, plan.account.gid
+    return [
+        *(tools.unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--"),
+        *(tools.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--pdeathsig=SIGKILL", "--"),
+        *(tools.sh, "-c", _INIT, "sh", *run),
+    ]
+
+
+class _SetupError(Exception):
+    def __init__(self, step: str, errno: int) -> None:
+        super().__init__(step)
+        self.step = step
+        self.errno = errno
+
+
+def _check(result: int, step: str) -> None:
+    if result != 0:
+        raise _SetupError(step, ctypes.get_errno())
+
+
+def mount_points() -> tuple[tuple[bytes, int], ...]:
+    """Each mount point of this process and the flags to keep when it is made read-only."""
+    with open("/proc/self/mountinfo", "rb") as info:
+        lines = info.read().splitlines()
+    points = []
+    for line in lines:
+        fields = line.split(b" ")
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for option in fields[5].split(b","):
+            flags |= _KEPT_FLAGS.get(option, 0)
+        points.append((_unescape(fields[4]), flags))
+    return tuple(points)
+
+
+def _unescape(path: bytes) -> bytes:
+    # mountinfo writes space, tab, newline and backslash as octal escapes
+    for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
+        path = path.replace(code, bytes([int(code[1:], 8)]))
+    return path
+
+
+def preexec(plan: Plan) -> Callable[[], None]:
+    """The function the child runs before exec; it never returns half-confined."""
+
+    def confine() -> None:
+        try:
+            if plan.namespaces:
+                _enter_namespaces(plan)
+            else:
+                os.chdir(plan.workspace)
+            os.setpriority(os.PRIO_PROCESS, 0, plan.niceness)
+            _check(_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            if plan.account is not None and not plan.namespaces:  # (with namespaces, setpriv drops)
+                os.setgroups([])
+                os.setresgid(plan.account.gid, plan.account.gid, plan.account.gid)
+                os.setresuid(plan.account.uid, plan.account.uid, plan.account.uid)
+            # after any uid change, which clears it; and the parent may be gone already
+            _check(_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
+            if plan.parent_pid and os.getppid() != plan.parent_pid:
+                os._exit(SETUP_FAILED)
+            # last: once the address space is capped, even a small allocation here could fail
+            for limit, soft, hard in plan.rlimits:
+                resource.setrlimit(limit, (soft, hard))
+        except _SetupError as exc:
+            _fail(plan.report_fd, f"{exc.step}: {os.strerror(exc.errno)}")
+        except OSError as exc:
+            _fail(plan.report_fd, f"{exc.strerror or exc}")
+        except BaseException as exc:  # never unwind into the forked copy of the server
+            _fail(plan.report_fd, repr(exc))
+
+    return confine
+
+
+def _enter_namespaces(plan: Plan) -> None:
+    _check(_unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC), "unshare(mount, network, IPC)")
+    _check(_mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
+    for point, flags in plan.remounts:
+        _check(_mount(None, point, None, flags, None), "read-only remount of " + point.decode(errors="replace"))
+    workdir = VISIBLE_WORKDIR.encode()
+    _check(_mount(plan.workspace, workdir, None, _MS_BIND, None), "bind the workspace")
+    _check(_mount(None, workdir, None, _MS_REMOUNT | _MS_BIND | _MS_NOSUID | _MS_NODEV, None), "workspace rw")
+    for path in plan.hidden_dirs:
+        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        _check(_mount(b"none", path, b"tmpfs", flags, b"size=4k,mode=0555"), "hide " + path.decode(errors="replace"))
+    for path in plan.hidden_files:
+        _check(_mount(b"/dev/null", path, None, _MS_BIND, None), "hide " + path.decode(errors="replace"))
+    if os.path.isdir(b"/dev/shm"):
+        _check(_mount(b"none", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=16m,mode=1777"), "/dev/shm")
+    os.chdir(workdir)
+
+
+def _fail(report_fd: int, reason: str) -> None:
+    try:
+        os.write(report_fd, reason.encode(errors="replace")[:1000])
+    finally:
+        os._exit(SETUP_FAILED)
+
+
+def sweeper(account: Account) -> Callable[[], None]:
+    """A child that becomes ``account`` and kills every process of it (``kill(-1)``) before exec'ing ``true``.
+
+    Needed only without namespaces: there, a process that left the run's process group
+    (``setsid``) would otherwise outlive the call.
+    """
+
+    def sweep() -> None:
+        try:
+            os.setgroups([])
+            os.setresgid(account.gid, account.gid, account.gid)
+            os.setresuid(account.uid, account.uid, account.uid)
+            with contextlib.suppress(ProcessLookupError):  # nothing left to kill
+                os.kill(-1, signal.SIGKILL)  # every process this uid may signal, except the caller
+        except BaseException:  # never unwind into the forked copy of the server
+            os._exit(SETUP_FAILED)
+
+    return sweep

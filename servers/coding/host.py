@@ -1,0 +1,109 @@
+"""The host: what this machine lets the sandbox do, and where things are, found once at start-up."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from openenv_mcp import ConfigError
+from servers.coding.confinement import VISIBLE_WORKDIR, Tools
+from servers.coding.settings import CodingSettings
+
+__all__ = ["Capabilities", "find_tools", "hidden_paths", "make_scratch", "require", "resolve_python"]
+
+PROJECT = Path(__file__).resolve().parents[2]
+"""The source checkout (or site-packages) holding this package: the task data, and in a checkout the
+reference solutions and the git history. Always hidden from sandboxed code."""
+
+_STANDARD_PYTHONS = ("/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3")
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What this host lets the sandbox do (probed by running the interpreter) and why not, when not."""
+
+    users: bool
+    namespaces: bool
+    python_version: str = "?"
+    problems: tuple[str, ...] = ()
+
+
+def find_tools() -> Tools | None:
+    """util-linux ``unshare`` and ``setpriv`` and a POSIX shell, or None when one is missing."""
+    found = [shutil.which(name, path=_SYSTEM_PATH) for name in ("unshare", "setpriv", "sh")]
+    unshare, setpriv, sh = found
+    if unshare is None or setpriv is None or sh is None:
+        return None
+    return Tools(unshare=unshare, setpriv=setpriv, sh=sh)
+
+
+def require(capabilities: Capabilities, settings: CodingSettings) -> None:
+    """Fail closed: a ConfigError naming the setting when required isolation is missing."""
+    why = "; ".join(capabilities.problems)
+    if settings.require_user_isolation and not capabilities.users:
+        raise ConfigError(
+            f"The coding sandbox needs root to run code as per-episode users ({why}). Run the server as root "
+            "(it never runs code as root), or set CODING_REQUIRE_USER_ISOLATION=false to run code as the "
+            "server's own user, with no separation between episodes"
+        )
+    if settings.require_network_isolation and not capabilities.namespaces:
+        raise ConfigError(
+            f"The coding sandbox cannot give runs their own namespaces here ({why}). Run the server as root on a "
+            "Linux that allows namespaces, with util-linux installed, or set CODING_REQUIRE_NETWORK_ISOLATION=false "
+            "to let code reach the network and read every world-readable file (hidden tests included)"
+        )
+
+
+def resolve_python(configured: Path | None) -> str:
+    """The interpreter code runs with: configured, else ours if any user may run it, else a standard one."""
+    if configured is not None:
+        return str(configured)
+    for candidate in (sys.executable, *_STANDARD_PYTHONS):
+        if os.geteuid() != 0 or _reachable_by_others(candidate):
+            return os.path.realpath(candidate)
+    raise ConfigError("No Python that an unprivileged user may run was found; set CODING_PYTHON")
+
+
+def _reachable_by_others(path: str) -> bool:
+    """Whether any user may execute ``path`` (and search every directory on the way)."""
+    try:
+        real = Path(os.path.realpath(path))
+        if not real.is_file() or not real.stat().st_mode & stat.S_IXOTH:
+            return False
+        return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
+    except OSError:
+        return False
+
+
+def make_scratch(configured: Path | None) -> Path:
+    """The directory episode and test directories are made in: others may pass through, never list it."""
+    if configured is None:
+        path = Path(tempfile.mkdtemp(prefix="openenv-coding-"))
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    else:
+        path = configured.resolve()
+        path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o711)
+    return path
+
+
+def hidden_paths(settings: CodingSettings) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """Directories and files to cover in every run (those under /tmp vanish behind the workspace anyway)."""
+    paths = [PROJECT, *settings.hidden_paths]
+    if settings.tests_file is not None:
+        paths.append(settings.tests_file)
+    dirs: list[Path] = []
+    files: list[Path] = []
+    for path in paths:
+        resolved = path.resolve()
+        if resolved.is_relative_to(VISIBLE_WORKDIR) or resolved == Path("/"):
+            continue
+        (dirs if resolved.is_dir() else files).append(resolved)
+    return tuple(dirs), tuple(files)

@@ -1,0 +1,418 @@
+"""The sandbox: runs untrusted Python in a confined subprocess, without a container.
+
+    sandbox = await Sandbox.for_settings(settings)
+    workspace = await sandbox.open_workspace()
+    outcome = await sandbox.run(workspace, "print(1)", stdin="", timeout_s=5)
+    await sandbox.close_workspace(workspace)
+
+One :class:`Sandbox` per process and settings holds what the host allows (probed once, see
+:mod:`servers.coding.host`), the scratch directory, the uid pool and a cap on concurrent
+runs. A :class:`Workspace` is a directory and the account code runs as there. Each run is
+one process tree (``python -s -B main.py``) in its own session, confined as
+:mod:`servers.coding.confinement` describes, with a minimal environment; its output is read
+as it comes and capped; a wall-clock timeout kills it; nothing it starts outlives the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import resource
+import secrets
+import shutil
+import signal
+import time
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+
+from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
+from servers.coding.accounts import Account, UidPool
+from servers.coding.confinement import VISIBLE_WORKDIR, Plan, Tools, command, mount_points, preexec, sweeper
+from servers.coding.host import Capabilities, find_tools, hidden_paths, make_scratch, require, resolve_python
+from servers.coding.process import Capture, children, feed, kill_group, read_report
+from servers.coding.settings import CodingSettings
+
+__all__ = ["RunOutcome", "Sandbox", "Workspace"]
+
+_DRAIN_S = 2.0  # bound on reading what is left in the pipes once the run's processes are dead
+_TEARDOWN_S = 5.0  # bound on a killed run's namespace dying before its whole group is killed
+_TRUE = shutil.which("true") or "/bin/true"
+_CPU_LIMIT_STATUS = 128 + signal.SIGXCPU
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """A directory code runs in and the account it runs as; ``owned`` ones are removed on close."""
+
+    path: Path
+    account: Account
+    owned: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """One run: its output, its exit status as a shell reports it (128 + N for signal N), and why it ended."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+    duration_s: float
+
+
+class Sandbox:
+    """Runs code for one server process: capabilities, scratch directory, uid pool, run slots."""
+
+    _cache: ClassVar[dict[str, Sandbox]] = {}
+
+    def __init__(
+        self,
+        settings: CodingSettings,
+        *,
+        python: str,
+        scratch: Path,
+        pool: UidPool | None,
+        tools: Tools | None,
+        capabilities: Capabilities,
+    ) -> None:
+        self.settings = settings
+        self.python = python
+        self.scratch = scratch
+        self.pool = pool
+        self.tools = tools
+        self.capabilities = capabilities
+        self.hidden_dirs, self.hidden_files = hidden_paths(settings)
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # assembly ------------------------------------------------------------------------------
+
+    @classmethod
+    async def for_settings(cls, settings: CodingSettings) -> Sandbox:
+        """This process's sandbox for ``settings``, probed on first use; ConfigError if isolation falls short."""
+        key = settings.model_dump_json()
+        sandbox = cls._cache.get(key)
+        if sandbox is None:
+            sandbox = cls._cache[key] = await cls._create(settings)
+        return sandbox
+
+    @classmethod
+    async def _create(cls, settings: CodingSettings) -> Sandbox:
+        python = resolve_python(settings.python)
+        users = os.geteuid() == 0
+        problems = [] if users else [f"the server runs as uid {os.geteuid()}, not root"]
+        tools = find_tools() if users else None
+        if users and tools is None:
+            problems.append("util-linux 'unshare' and 'setpriv' or '/bin/sh' not found")
+        pool = UidPool.shared(settings.uid_lock, settings.uid_base, settings.uid_count) if users else None
+        sandbox = cls(
+            settings,
+            python=python,
+            scratch=make_scratch(settings.scratch),
+            pool=pool,
+            tools=tools,
+            capabilities=Capabilities(users=users, namespaces=tools is not None, problems=tuple(problems)),
+        )
+        for path in (*sandbox.hidden_dirs, *sandbox.hidden_files):
+            if Path(python).is_relative_to(path):
+                raise ConfigError(f"The sandbox's Python {python} is inside the hidden path {path}; set CODING_PYTHON")
+        require(sandbox.capabilities, settings)  # what is known missing already fails before any probe
+        await sandbox._probe()
+        require(sandbox.capabilities, settings)
+        return sandbox
+
+    async def _probe(self) -> None:
+        """Run the interpreter once, confined, to learn its version and whether namespaces work here."""
+        caps = self.capabilities
+        program = "import sys; print(sys.version.split()[0])"
+        workspace = await self.open_workspace()
+        try:
+            try:
+                outcome = await self.run(workspace, program, stdin="", timeout_s=10)
+            except BackendUnavailable as exc:
+                if not caps.namespaces:
+                    raise ConfigError(f"The coding sandbox cannot start a process here: {exc.message}") from None
+                caps = self.capabilities = Capabilities(
+                    users=caps.users, namespaces=False, problems=(*caps.problems, f"namespaces: {exc.message}")
+                )
+                try:
+                    outcome = await self.run(workspace, program, stdin="", timeout_s=10)
+                except BackendUnavailable as again:
+                    raise ConfigError(f"The coding sandbox cannot start a process here: {again.message}") from None
+        finally:
+            await self.close_workspace(workspace)
+        if outcome.exit_code != 0:
+            raise ConfigError(
+                f"The sandbox cannot run {self.python} as an unprivileged user in {self.scratch} "
+                f"(exit {outcome.exit_code}: {outcome.stderr.strip()[-300:]}); set CODING_PYTHON to an interpreter, "
+                "and CODING_SCRATCH to a directory, that any user may reach"
+            )
+        self.capabilities = Capabilities(
+            users=caps.users, namespaces=caps.namespaces, python_version=outcome.stdout.strip(), problems=caps.problems
+        )
+
+    # workspaces ------------------------------------------------------------------------------
+
+    def account(self) -> Account:
+        """A fresh per-episode account, or the server's own user without user isolation."""
+        if self.pool is not None:
+            return self.pool.acquire()
+        return Account(uid=os.getuid(), gid=os.getgid())
+
+    async def open_workspace(self) -> Workspace:
+        """A new empty directory (0700, owned by a fresh account) under the scratch directory."""
+        account = self.account()
+        try:
+            path = self._make_dir(account)
+        except OSError as exc:
+            self._release(account)
+            raise BackendUnavailable(f"Cannot make a workspace in {self.scratch}: {exc.strerror}") from None
+        return Workspace(path=path, account=account)
+
+    async def close_workspace(self, workspace: Workspace) -> None:
+        """Kill what the account still runs, remove the directory if owned, give the uid back."""
+        await self.sweep(workspace.account)
+        if workspace.owned:
+            await asyncio.to_thread(shutil.rmtree, workspace.path, ignore_errors=True)
+        self._release(workspace.account)
+
+    @asynccontextmanager
+    async def scratch_workspace(self, account: Account) -> AsyncIterator[Workspace]:
+        """A fresh directory for one run as ``account`` (a hidden test, say), removed afterwards."""
+        try:
+            path = self._make_dir(account)
+        except OSError as exc:
+            raise BackendUnavailable(f"Cannot make a directory in {self.scratch}: {exc.strerror}") from None
+        try:
+            yield Workspace(path=path, account=account)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+
+    def _make_dir(self, account: Account) -> Path:
+        path = self.scratch / secrets.token_hex(8)
+        path.mkdir(mode=0o700)
+        if self.pool is not None:
+            os.chown(path, account.uid, account.gid)
+        return path
+
+    def _release(self, account: Account) -> None:
+        if account.pooled and self.pool is not None:
+            self.pool.release(account)
+
+    def place(self, workspace: Workspace, name: str, text: str) -> None:
+        """Write ``name`` into the workspace without following anything the sandboxed code planted there."""
+        try:
+            directory = os.open(workspace.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise BackendUnavailable(f"The workspace {workspace.path} is unusable: {exc.strerror}") from None
+        try:
+            try:
+                os.unlink(name, dir_fd=directory)  # a symlink or hard link left there is removed, never followed
+            except FileNotFoundError:
+                pass
+            except (IsADirectoryError, PermissionError):
+                raise ToolFailed(f"{name} in the working directory is a directory; remove it first") from None
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, 0o644, dir_fd=directory)
+            with os.fdopen(fd, "wb") as file:
+                file.write(text.encode("utf-8", errors="surrogatepass"))
+                if self.pool is not None:
+                    os.fchown(file.fileno(), workspace.account.uid, workspace.account.gid)
+        except OSError as exc:
+            raise BackendUnavailable(f"Cannot write {name} in the workspace {workspace.path}: {exc.strerror}") from None
+        finally:
+            os.close(directory)
+
+    # runs ------------------------------------------------------------------------------------
+
+    def visible_workdir(self, workspace: Workspace) -> str:
+        """The working directory as the code sees it."""
+        return VISIBLE_WORKDIR if self.capabilities.namespaces else str(workspace.path)
+
+    async def run(
+        self,
+        workspace: Workspace,
+        code: str,
+        *,
+        stdin: str,
+        timeout_s: float,
+        hash_seed: int | None = None,
+        script: str = "main.py",
+    ) -> RunOutcome:
+        """Save ``code`` as ``script`` in the workspace and run it once, confined."""
+        self.place(workspace, script, code)
+        workdir = self.visible_workdir(workspace)
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONUTF8": "1",
+            "PYTHONHASHSEED": "random" if hash_seed is None else str(hash_seed % 4_294_967_296),
+        }
+        data = stdin.encode("utf-8", errors="surrogatepass")
+        async with self._slot():
+            report_read, report_write = os.pipe()
+            plan = self._plan(workspace, timeout_s, report_write)
+            started = time.monotonic()
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *command(plan, self.tools, self.python, script),
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=env,
+                    preexec_fn=preexec(plan),
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                os.close(report_read)
+                raise BackendUnavailable(f"The sandbox could not start {self.python}: {exc.strerror}") from None
+            finally:
+                os.close(report_write)
+            report = read_report(report_read)
+            if report is not None:
+                await process.wait()
+                raise BackendUnavailable(f"The sandbox could not confine the run ({report})")
+            return await self._supervise(process, workspace.account, data, timeout_s, started)
+
+    def _plan(self, workspace: Workspace, timeout_s: float, report_fd: int) -> Plan:
+        settings = self.settings
+        cpu = max(1, math.ceil(timeout_s))
+        memory = settings.memory_mb * 1024 * 1024
+        file_size = settings.max_file_mb * 1024 * 1024
+        limits = [
+            (resource.RLIMIT_CORE, 0, 0),
+            (resource.RLIMIT_FSIZE, file_size, file_size),
+            (resource.RLIMIT_NOFILE, settings.max_open_files, settings.max_open_files),
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_AS, memory, memory),
+        ]
+        if self.pool is not None:  # RLIMIT_NPROC counts per uid: meaningful only for a uid of the episode's own
+            limits.insert(0, (resource.RLIMIT_NPROC, settings.max_processes, settings.max_processes))
+        namespaces = self.capabilities.namespaces
+        return Plan(
+            workspace=os.fsencode(workspace.path),
+            namespaces=namespaces,
+            account=workspace.account if self.pool is not None else None,
+            rlimits=tuple(limits),
+            niceness=settings.niceness,
+            remounts=mount_points() if namespaces else (),
+            hidden_dirs=tuple(os.fsencode(p) for p in self.hidden_dirs if p.is_dir()),
+            hidden_files=tuple(os.fsencode(p) for p in self.hidden_files if p.is_file()),
+            report_fd=report_fd,
+            parent_pid=os.getpid(),
+        )
+
+    async def _supervise(
+        self, process: asyncio.subprocess.Process, account: Account, stdin: bytes, timeout_s: float, started: float
+    ) -> RunOutcome:
+        overflow = asyncio.Event()
+        stdout = Capture(self.settings.max_output_bytes, overflow)
+        stderr = Capture(self.settings.max_output_bytes, overflow)
+        readers = [
+            asyncio.ensure_future(stdout.pump(process.stdout)),
+            asyncio.ensure_future(stderr.pump(process.stderr)),
+            asyncio.ensure_future(feed(process.stdin, stdin)),
+        ]
+        exited = asyncio.ensure_future(process.wait())
+        flooded = asyncio.ensure_future(overflow.wait())
+        try:
+            done, _ = await asyncio.wait({exited, flooded}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            duration = time.monotonic() - started
+        finally:
+            # also when the call is cancelled (a client went away): the run must not outlive it
+            with anyio.CancelScope(shield=True):
+                await self._finish(process, account, exited, [flooded, *readers])
+        if not exited.done() or exited.cancelled():
+            raise BackendUnavailable(f"A sandboxed run did not end within {_TEARDOWN_S:g} s of being killed")
+        status = exited.result()
+        code = status if status >= 0 else 128 - status  # killed by signal N: 128 + N, as a shell says
+        return RunOutcome(
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            exit_code=code,
+            timed_out=not done or code == _CPU_LIMIT_STATUS,
+            truncated=stdout.truncated or stderr.truncated,
+            duration_s=duration,
+        )
+
+    async def _finish(
+        self,
+        process: asyncio.subprocess.Process,
+        account: Account,
+        exited: asyncio.Future[int],
+        helpers: list[asyncio.Future[Any]],
+    ) -> None:
+        """Stop the run if it still goes, wait for it, kill any leftovers, and drain its pipes (all bounded)."""
+        if not exited.done():
+            self._stop(process.pid)
+            await asyncio.wait([exited], timeout=_TEARDOWN_S)
+        kill_group(process.pid)
+        await self.sweep(account)
+        helpers[0].cancel()  # the overflow watch
+        _, pending = await asyncio.wait([exited, *helpers], timeout=_DRAIN_S)
+        for helper in pending:
+            helper.cancel()
+
+    def _stop(self, pid: int) -> None:
+        """Kill a run that is still going.
+
+        With namespaces, kill the program (the init shell's child): the shell exits, the kernel
+        kills and reaps everything left in the PID namespace, and only then does ``unshare``
+        exit, so the run is entirely gone when it has been waited for. Otherwise (or when the
+        program cannot be found) kill the whole process group.
+        """
+        if self.capabilities.namespaces:
+            init = children(pid)
+            program = children(init[0]) if len(init) == 1 else []
+            if program:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(program[0], signal.SIGKILL)
+                return
+        kill_group(pid)
+
+    async def sweep(self, account: Account) -> None:
+        """Kill every process of a per-episode account that escaped the run's process group.
+
+        With namespaces there is nothing to do: the PID namespace dies with its init.
+        """
+        if self.pool is None or self.capabilities.namespaces or account.uid == 0:
+            return
+        process = await asyncio.create_subprocess_exec(_TRUE, preexec_fn=sweeper(account), close_fds=True, env={})
+        await process.wait()
+
+    def _slot(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        slot = self._slots.get(loop)
+        if slot is None:
+            slot = self._slots[loop] = asyncio.Semaphore(self.settings.max_concurrent_runs)
+        return slot
+
+    def isolation(self) -> list[str]:
+        """The measures in force, in words."""
+        caps = self.capabilities
+        measures = []
+        if caps.users:
+            measures.append("a uid of its own per episode (files 0700, process limit)")
+        if caps.namespaces:
+            measures += [
+                "network namespace: no interfaces but a down loopback",
+                "mount namespace: read-only filesystem except the working directory and /dev/shm; "
+                "task data and source checkout hidden",
+                "PID and IPC namespaces: only the run's own processes, all killed when it ends",
+            ]
+        measures.append("limits: CPU time, address space, file size, open files; core dumps off")
+        return measures

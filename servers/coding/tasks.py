@@ -1,0 +1,74 @@
+"""The coding tasks (stdin/stdout programs with hidden tests) and their grading."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from openenv_mcp import BoundCall, ConfigError, Grade, Observation, Task, TaskSet
+from servers.coding.backends import CodingBackend
+from servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
+
+__all__ = ["CodingTask", "grade", "load_suite", "load_tasks"]
+
+_HOW = (
+    "\n\nWrite a Python 3 program that reads the input from standard input and writes the answer to standard "
+    "output. Try code with run_python (give it stdin to feed your program an input), then call submit_solution "
+    "with the whole program: it runs on hidden tests, and your reward is the fraction it passes. "
+    "Submitting ends the task. Output is compared line by line, ignoring trailing spaces."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CodingTask(Task):
+    """A programming problem and its hidden tests."""
+
+    suite: TestSuite
+
+
+def load_tasks() -> TaskSet:
+    """The shipped tasks (``data/tasks.json``) in their train and test splits."""
+    raw = json.loads(resources.files("servers.coding").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    return TaskSet(_task(item) for item in raw)
+
+
+def _task(item: dict[str, Any]) -> CodingTask:
+    examples = "".join(
+        f"\n\nExample {n}\nInput:\n{example['input'].rstrip()}\nOutput:\n{example['output'].rstrip()}"
+        for n, example in enumerate(item["examples"], start=1)
+    )
+    return CodingTask(
+        id=item["id"],
+        split=item["split"],
+        prompt=f"{item['title']}\n\n{item['statement']}{examples}{_HOW}",
+        suite=TestSuite(_tests(item["tests"]), float(item.get("time_limit_s", DEFAULT_TIME_LIMIT_S))),
+    )
+
+
+def _tests(raw: list[dict[str, str]]) -> tuple[TestCase, ...]:
+    return tuple(TestCase(input=test["input"], output=test["output"]) for test in raw)
+
+
+def load_suite(path: Path) -> TestSuite:
+    """An operator's acceptance tests: ``{"time_limit_s": 2, "tests": [{"input": ..., "output": ...}]}``."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        suite = TestSuite(_tests(raw["tests"]), float(raw.get("time_limit_s", DEFAULT_TIME_LIMIT_S)))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"CODING_TESTS_FILE {path} is not a readable test suite ({exc}); expected "
+            '{"time_limit_s": 2, "tests": [{"input": "...", "output": "..."}]}'
+        ) from None
+    if not suite.tests:
+        raise ConfigError(f"CODING_TESTS_FILE {path} holds no tests")
+    return suite
+
+
+async def grade(task: CodingTask, backend: CodingBackend, call: BoundCall, result: Observation) -> Grade:
+    """Reward only on ``submit_solution`` (which ends the episode): the fraction of hidden tests passed."""
+    if call.tool.name != "submit_solution" or result.is_error or result.structured_content is None:
+        return Grade()
+    return Grade(reward=float(result.structured_content["score"]), done=True)
