@@ -264,7 +264,10 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
     output_schema = output.json_schema(mode="serialization")
     wraps = output_schema.get("type") != "object"
     if wraps:
+        definitions = output_schema.pop("$defs", None)  # $refs point at the root: keep the definitions there
         output_schema = {"type": "object", "properties": {"result": output_schema}, "required": ["result"]}
+        if definitions:
+            output_schema["$defs"] = definitions
     output_schema.pop("title", None)
 
     return Tool(

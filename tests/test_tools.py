@@ -62,6 +62,19 @@ def test_object_returns_are_the_output_schema_and_scalars_are_wrapped() -> None:
     }
 
 
+def test_wrapped_lists_of_models_keep_their_definitions_at_the_root() -> None:
+    box: Toolbox[None] = Toolbox("demo")
+
+    @box.tool
+    async def points(backend: None) -> list[Point]:
+        """Points."""
+        return [Point(x=1, y=2)]
+
+    schema = box.get("points").output_schema
+    assert schema["properties"]["result"]["items"] == {"$ref": "#/$defs/Point"}
+    assert set(schema["$defs"]["Point"]["properties"]) == {"x", "y"}
+
+
 @pytest.mark.anyio
 async def test_bound_call_runs_with_backend_and_renders_structured_content() -> None:
     state = {"x": 1}
