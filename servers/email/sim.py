@@ -1,0 +1,246 @@
+"""The sim mailbox: a per-episode copy of the shipped fixture (``data/mailbox.json``).
+
+The fixture is parsed once into immutable messages; an episode copies only its folder lists
+and unread set (microseconds), so resets stay cheap. Sent mail lands in the episode's Sent
+folder, is kept in :attr:`SimMailbox.outbox` for grading, and is appended to ``EMAIL_SIM_LOG``
+as a JSON line when that is set. Clock and Message-IDs are deterministic under the seed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import random
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from openenv_mcp import Task, ToolFailed
+from servers.email.backends import Query, folder_order, split_id
+from servers.email.drafts import Draft, format_address
+from servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
+from servers.email.settings import EmailSettings
+
+__all__ = ["Fixture", "SimMailbox", "fixture"]
+
+SENT = "Sent"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A fixture message, with what searching needs precomputed."""
+
+    message: Message
+    summary: MessageSummary
+    haystack: str  # subject, sender and body, case-folded
+    sender: str  # the From header, case-folded
+
+    @classmethod
+    def of(cls, message: Message) -> Stored:
+        summary = MessageSummary.model_validate(message.model_dump(include=set(MessageSummary.model_fields)))
+        haystack = "\n".join((message.subject, message.from_, message.body)).casefold()
+        return cls(message, summary, haystack, message.from_.casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class Fixture:
+    """The shipped mailbox: its owner, its "now", its folders and messages (in UID order)."""
+
+    owner_name: str
+    owner: str
+    now: dt.datetime
+    folders: dict[str, tuple[Stored, ...]]
+    unread: frozenset[str]
+    by_message_id: dict[str, Message]
+
+
+@functools.cache
+def _raw() -> dict[str, Any]:
+    text = resources.files("servers.email").joinpath("data/mailbox.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@functools.cache
+def fixture() -> Fixture:
+    """The shipped mailbox, parsed once."""
+    raw = _raw()
+
+    def person(p: dict[str, str]) -> str:
+        return format_address(p["name"], p["address"])
+
+    folders: dict[str, list[Stored]] = {name: [] for name in raw["folders"]}
+    unread: set[str] = set()
+    for m in raw["messages"]:
+        message_id = f"{m['folder']}/{m['uid']}"
+        attachments = [Attachment(**a) for a in m["attachments"]]
+        message = Message(
+            id=message_id,
+            folder=m["folder"],
+            from_=person(m["from"]),
+            to=[person(p) for p in m["to"]],
+            cc=[person(p) for p in m["cc"]],
+            reply_to=[person(m["reply_to"])] if m["reply_to"] else [],
+            subject=m["subject"],
+            date=dt.datetime.fromisoformat(m["date"].replace("Z", "+00:00")),
+            unread=False,
+            has_attachments=bool(attachments),
+            message_id=m["message_id"],
+            in_reply_to=m["in_reply_to"],
+            references=m["references"],
+            body=m["body"],
+            attachments=attachments,
+        )
+        folders[m["folder"]].append(Stored.of(message))
+        if m["unread"]:
+            unread.add(message_id)
+    by_message_id = {s.message.message_id: s.message for f in folders.values() for s in f if s.message.message_id}
+    return Fixture(
+        owner_name=raw["owner"]["name"],
+        owner=raw["owner"]["address"],
+        now=dt.datetime.fromisoformat(raw["now"].replace("Z", "+00:00")),
+        folders={name: tuple(folders[name]) for name in sorted(folders, key=folder_order)},
+        unread=frozenset(unread),
+        by_message_id=by_message_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message the episode sent: the draft (what the agent asked for) and what went out."""
+
+    draft: Draft
+    sent: SentMessage
+
+
+class SimMailbox:
+    """One episode's mailbox: the fixture plus what the episode did (read flags, sent mail)."""
+
+    def __init__(self, task: Task, seed: int, settings: EmailSettings) -> None:
+        base = fixture()
+        self._fixture = base
+        self._task_id = task.id
+        self._seed = seed
+        self._log = settings.sim_log
+        self._folders = {name: list(messages) for name, messages in base.folders.items()}
+        self._unread = set(base.unread)
+        self._rng = random.Random(seed)
+        self._clock = base.now
+        self.outbox: list[Outgoing] = []
+        self.awarded = 0.0  # the task score already paid out as reward (see tasks.grade)
+
+    @classmethod
+    async def open(cls, task: Task, seed: int, settings: EmailSettings) -> SimMailbox:
+        return cls(task, seed, settings)
+
+    @property
+    def owner(self) -> str:
+        return self._fixture.owner
+
+    @property
+    def fixture(self) -> Fixture:
+        return self._fixture
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def folders(self) -> list[Folder]:
+        return [
+            Folder(name=name, total=len(messages), unread=sum(s.message.id in self._unread for s in messages))
+            for name, messages in self._folders.items()
+        ]
+
+    def _folder(self, name: str) -> list[Stored]:
+        if name.upper() == "INBOX":
+            name = "INBOX"
+        try:
+            return self._folders[name]
+        except KeyError:
+            raise ToolFailed(f"No folder {name!r}; folders: {', '.join(self._folders)}") from None
+
+    async def find(self, query: Query) -> MessageList:
+        pools = [self._folder(query.folder)] if query.folder is not None else list(self._folders.values())
+        words = [w.casefold() for w in query.words]
+        sender = query.sender.casefold() if query.sender else None
+        matches: list[Stored] = []
+        for pool in pools:
+            for stored in pool:
+                message = stored.message
+                day = message.date.date() if message.date else None
+                if (
+                    (query.unread_only and message.id not in self._unread)
+                    or (sender is not None and sender not in stored.sender)
+                    or (query.since is not None and (day is None or day < query.since))
+                    or (query.until is not None and (day is None or day > query.until))
+                    or any(word not in stored.haystack for word in words)
+                ):
+                    continue
+                matches.append(stored)
+        matches.sort(key=_newest_first)
+        return MessageList(
+            folder=query.folder,
+            matched=len(matches),
+            messages=[self._summary(s) for s in matches[: query.limit]],
+        )
+
+    def _summary(self, stored: Stored) -> MessageSummary:
+        unread = stored.message.id in self._unread
+        if unread == stored.summary.unread:
+            return stored.summary
+        return stored.summary.model_copy(update={"unread": unread})
+
+    async def fetch(self, message_id: str, *, mark_read: bool) -> Message:
+        folder, uid = split_id(message_id)
+        pool = self._folder(folder)
+        # UIDs are 1, 2, ... in each folder, and the sim never deletes, so the UID is the index + 1.
+        if uid > len(pool):
+            raise ToolFailed(f"No message {message_id!r} in folder {folder!r}; list_emails shows its messages")
+        message = pool[uid - 1].message
+        unread = message.id in self._unread
+        if mark_read:
+            self._unread.discard(message.id)
+            unread = False
+        return message if unread == message.unread else message.model_copy(update={"unread": unread})
+
+    async def send(self, draft: Draft) -> SentMessage:
+        self._clock += dt.timedelta(minutes=1)
+        domain = self.owner.rsplit("@", 1)[1]
+        sent_folder = self._folders.setdefault(SENT, [])
+        sent = SentMessage(
+            id=f"{SENT}/{len(sent_folder) + 1}",
+            message_id=f"<{self._rng.getrandbits(64):016x}.sim@{domain}>",
+            from_=format_address(self._fixture.owner_name, self.owner),
+            to=list(draft.to),
+            cc=list(draft.cc),
+            subject=draft.subject,
+            date=self._clock,
+            in_reply_to=draft.in_reply_to,
+            references=list(draft.references),
+            attachments=draft.attachments,
+        )
+        copy = Message(
+            **sent.model_dump(exclude={"id"}),
+            id=str(sent.id),
+            folder=SENT,
+            reply_to=[],
+            unread=False,
+            has_attachments=bool(sent.attachments),
+            body=draft.body.replace("\r\n", "\n").rstrip("\n"),
+        )
+        sent_folder.append(Stored.of(copy))
+        self.outbox.append(Outgoing(draft, sent))
+        if self._log is not None:
+            line = {"task_id": self._task_id, "seed": self._seed, **sent.model_dump(mode="json"), "body": draft.body}
+            with self._log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return sent
+
+
+def _newest_first(stored: Stored) -> tuple[float, int]:
+    message = stored.message
+    stamp = message.date.timestamp() if message.date else 0.0
+    return (-stamp, -int(message.id.rpartition("/")[2]))

@@ -1,0 +1,193 @@
+"""The email tasks and their grading: a score computed from what the episode sent.
+
+A task expects one or more messages (``data/tasks.json``), each of a kind:
+
+- ``reply``: a reply in a given thread (any of its ``targets`` Message-IDs) to given people;
+- ``forward``: a given message (its ``targets`` Message-ID) forwarded to given people;
+- ``new``: a new message to given people, with given words in its subject.
+
+Every message the episode sends is matched, in order, to an expectation not yet attempted:
+a reply by the message it answers, a forward by the message it forwards, else any message by
+its recipients (a forward of the wrong message never matches a forward expectation). The
+first message matched to an expectation is the one scored: sent mail cannot be recalled.
+A message that matches nothing is an extra.
+
+Score of one expected message (0-1), a weighted sum of three parts:
+
+- recipients (0.3): Jaccard overlap of the expected and actual recipients (To and Cc), so
+  missing people and people who should not get it both cost;
+- form (0.2): reply: half for In-Reply-To/References pointing into the thread, half for the
+  "Re: <original subject>" subject; forward: 0.75 for forwarding the right message (its
+  attachments travel with it), 0.25 for the "Fwd: <original subject>" subject; new: half for
+  not being a reply or forward, half for the share of required subject words present;
+- facts (0.5): the share of required facts found in the text the agent wrote (the body, or a
+  forward's note); a fact is a list of accepted spellings ("14:00", "2pm", ...), matched as
+  whole words, case-insensitively.
+
+When a task lists no facts the weights are 0.4 recipients and 0.6 form.
+
+Task score = mean over expected messages (0 for one never attempted) - 0.2 per extra message,
+floored at 0. Each step's reward is the change in task score, so an episode's total reward is
+its final score (1.0 only for a perfect run). The episode is done once every expected message
+has been attempted, or at the step limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
+from servers.email.backends import MailBackend
+from servers.email.drafts import Draft, subject_base
+from servers.email.models import Message
+from servers.email.sim import SimMailbox, fixture
+
+__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "grade", "load_tasks", "score"]
+
+EXTRA_PENALTY = 0.2
+SENDING_TOOLS = frozenset({"send_email", "reply_email", "forward_email"})
+
+_HOW = (
+    "\n\nYou are {name} <{address}>; today is {today}. Find what you need with list_folders, list_emails, "
+    "search_emails and read_email (message ids look like INBOX/12); send with reply_email, forward_email or "
+    "send_email. Sent mail cannot be recalled: every message you send is graded."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """One message the task expects to be sent."""
+
+    kind: Literal["reply", "forward", "new"]
+    to: frozenset[str]
+    targets: tuple[str, ...] = ()
+    facts: tuple[tuple[str, ...], ...] = ()
+    subject: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EmailTask(Task):
+    """A task prompt and the messages that solve it."""
+
+    expect: tuple[Expectation, ...] = ()
+
+
+def load_tasks() -> TaskSet:
+    """The shipped tasks (``data/tasks.json``) in their train and test splits."""
+    raw = json.loads(resources.files("servers.email").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    mailbox = fixture()
+    how = _HOW.format(
+        name=mailbox.owner_name, address=mailbox.owner, today=mailbox.now.strftime("%A %d %B %Y").replace(" 0", " ")
+    )
+    return TaskSet(
+        EmailTask(
+            id=t["id"],
+            split=t["split"],
+            prompt=t["prompt"] + how,
+            expect=tuple(
+                Expectation(
+                    kind=e["kind"],
+                    to=frozenset(a.lower() for a in e["to"]),
+                    targets=tuple(e.get("targets", ())),
+                    facts=tuple(tuple(f) for f in e.get("facts", ())),
+                    subject=tuple(tuple(s) for s in e.get("subject", ())),
+                )
+                for e in t["expect"]
+            ),
+        )
+        for t in raw
+    )
+
+
+async def grade(task: EmailTask, mail: MailBackend, call: BoundCall, result: Observation) -> Grade:
+    """Reward the change in task score after each message sent; 0 for every other step."""
+    if call.tool.name not in SENDING_TOOLS or result.is_error or not isinstance(mail, SimMailbox):
+        return Grade()
+    value, complete = score(task, [sent.draft for sent in mail.outbox], mail.fixture.by_message_id)
+    reward = round(value - mail.awarded, 4)
+    mail.awarded = value
+    return Grade(reward=reward, done=complete)
+
+
+def score(task: EmailTask, sent: Sequence[Draft], messages: Mapping[str, Message]) -> tuple[float, bool]:
+    """The task score for ``sent`` (in order), and whether every expected message was attempted.
+
+    ``messages`` maps Message-IDs to the fixture's messages (for the original subjects).
+    """
+    attempts: dict[int, Draft] = {}
+    extras = 0
+    for draft in sent:
+        index = _match(task.expect, attempts, draft)
+        if index is None:
+            extras += 1
+        else:
+            attempts[index] = draft
+    parts = [_score_one(e, attempts[i], messages) if i in attempts else 0.0 for i, e in enumerate(task.expect)]
+    value = max(0.0, sum(parts) / len(parts) - EXTRA_PENALTY * extras)
+    return round(value, 4), len(attempts) == len(task.expect)
+
+
+def _forwarded(draft: Draft) -> str | None:
+    return draft.forward_of.message_id if draft.forward_of is not None else None
+
+
+def _match(expect: Sequence[Expectation], attempts: Mapping[int, Draft], draft: Draft) -> int | None:
+    open_ = [i for i in range(len(expect)) if i not in attempts]
+    forwarded = _forwarded(draft)
+    for i in open_:
+        e = expect[i]
+        if e.kind == "reply" and draft.in_reply_to is not None and draft.in_reply_to in e.targets:
+            return i
+        if e.kind == "forward" and forwarded is not None and forwarded in e.targets:
+            return i
+    recipients = set(draft.recipients)
+    for i in open_:
+        e = expect[i]
+        if e.kind == "forward" and forwarded is not None:
+            continue
+        if recipients & e.to:
+            return i
+    return None
+
+
+def _score_one(e: Expectation, draft: Draft, messages: Mapping[str, Message]) -> float:
+    actual = set(draft.recipients)
+    recipients = len(actual & e.to) / len(actual | e.to)
+    bases = {subject_base(messages[t].subject) for t in e.targets if t in messages}
+    if e.kind == "reply":
+        threaded = draft.in_reply_to in e.targets and draft.in_reply_to in draft.references
+        titled = _prefixed(draft.subject, "re") and subject_base(draft.subject) in bases
+        form = 0.5 * threaded + 0.5 * titled
+    elif e.kind == "forward":
+        right = _forwarded(draft) in e.targets
+        titled = _prefixed(draft.subject, "fwd?") and subject_base(draft.subject) in bases
+        form = 0.75 * right + 0.25 * titled
+    else:
+        fresh = draft.in_reply_to is None and draft.forward_of is None
+        form = 0.5 * fresh + 0.5 * _share(e.subject, draft.subject)
+    if e.facts:
+        return round(0.3 * recipients + 0.2 * form + 0.5 * _share(e.facts, draft.text), 4)
+    return round(0.4 * recipients + 0.6 * form, 4)
+
+
+def _prefixed(subject: str, prefix: str) -> bool:
+    return re.match(rf"^\s*{prefix}\s*:", subject, re.IGNORECASE) is not None
+
+
+def _share(groups: Sequence[Sequence[str]], text: str) -> float:
+    """The share of ``groups`` with at least one spelling found in ``text`` as whole words (1.0 if none)."""
+    if not groups:
+        return 1.0
+    normal = " ".join(text.split()).casefold()
+    found = sum(any(_contains(normal, spelling) for spelling in group) for group in groups)
+    return found / len(groups)
+
+
+def _contains(text: str, phrase: str) -> bool:
+    pattern = r"(?<!\w)" + re.escape(" ".join(phrase.split()).casefold()) + r"(?!\w)"
+    return re.search(pattern, text) is not None
