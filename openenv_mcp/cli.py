@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OpenEnvError as exc:
         print(f"openenv-mcp: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`openenv-mcp registry list | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _list(args: argparse.Namespace) -> int:
