@@ -77,11 +77,17 @@ def load_settings(cls: type[SettingsT], *, required: tuple[str, ...] = (), **ove
             else:
                 problems.append(f"{variable} is invalid: {error['msg']}{hint}")
         raise ConfigError(f"{cls.__name__}: " + "; ".join(problems)) from None
-    missing = [name for name in required if getattr(settings, name) is None]
+    missing = [name for name in required if _blank(getattr(settings, name))]
     if missing:
         problems = [f"set {(prefix + name).upper()}{_hint(cls, name)}" for name in missing]
         raise ConfigError(f"{cls.__name__}: " + "; ".join(problems))
     return settings
+
+
+def _blank(value: Any) -> bool:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _hint(cls: type[BaseSettings], field: str) -> str:

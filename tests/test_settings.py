@@ -30,3 +30,9 @@ def test_required_prod_setting_names_the_variable(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("SQL_DATABASE_URL", "postgresql://u@h/db")
     loaded = load_settings(SqlSettings, required=("database_url",))
     assert loaded.database_url is not None and "postgresql://u@h/db" not in repr(loaded)
+
+
+def test_an_empty_required_setting_counts_as_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SQL_DATABASE_URL", "  ")
+    with pytest.raises(ConfigError, match="set SQL_DATABASE_URL"):
+        load_settings(SqlSettings, required=("database_url",))
