@@ -1,0 +1,193 @@
+"""Kubernetes manifests from the catalog: per server a Deployment and a headless Service.
+
+    from openenv_mcp.kube import build_manifests, dump_manifests
+
+    text = dump_manifests(build_manifests(["sql"], "sim"))   # kubectl apply -f -
+
+The same image and settings as the compose stacks (:mod:`openenv_mcp.stacks`): ``MODE`` picks
+the mode, the server listens on 0.0.0.0:8000, readiness is ``/readyz`` (backends answer),
+liveness ``/healthz`` (the process serves), with resource requests and limits and a
+non-root, read-only-root-filesystem security context. The Service is headless
+(``clusterIP: None``): its DNS name resolves to every ready pod, which is what
+:class:`~openenv_mcp.pool.EnvPool` needs to keep each episode on its pod. In prod, every
+variable of the server's settings comes from a Secret named like the Deployment (created by
+the operator); nothing is bundled: bring your own PostgreSQL and the like.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from openenv_mcp.catalog import load_environment
+from openenv_mcp.settings import Mode
+from openenv_mcp.stacks import CONTAINER_PORT, CONTAINERS, ContainerNeeds
+
+__all__ = ["KUBE_IMAGE", "build_manifests", "dump_manifests", "resource_name"]
+
+KUBE_IMAGE = "openenv-mcp:latest"
+"""The image the manifests name; point it at your registry with kustomize ``images:`` or ``kubectl set image``."""
+_SERVER_UID = 10001
+
+
+def resource_name(name: str) -> str:
+    """The Deployment, Service and Secret name of server ``name`` (``openenv-sql``)."""
+    return f"openenv-{name}".replace("_", "-")
+
+
+def build_manifests(
+    names: Sequence[str], mode: Mode, *, image: str = KUBE_IMAGE, replicas: int = 2
+) -> list[dict[str, Any]]:
+    """A Deployment and a headless Service for each server in ``names``, in ``mode``."""
+    if mode not in ("sim", "prod"):
+        raise ValueError(f"mode must be 'sim' or 'prod', not {mode!r}")
+    docs: list[dict[str, Any]] = []
+    for name in names:
+        env = load_environment(name)
+        needs = CONTAINERS.get(name, ContainerNeeds())
+        docs.append(_deployment(name, mode, image=image, replicas=replicas, needs=needs))
+        docs.append(_service(name, mode))
+        if mode == "prod":
+            required = [v.name for v in env.variables() if v.required and v.name not in needs.prod_environment]
+            docs[-2]["metadata"]["annotations"] = {
+                "openenv-mcp/secret-keys": ", ".join(required) or "(none required)",
+            }
+    return docs
+
+
+def _labels(name: str, mode: Mode) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "openenv-mcp", "app.kubernetes.io/instance": name, "openenv-mcp/mode": mode}
+
+
+def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: ContainerNeeds) -> dict[str, Any]:
+    resource = resource_name(name)
+    selector = {"app.kubernetes.io/name": "openenv-mcp", "app.kubernetes.io/instance": name}
+    environment = {
+        "MODE": mode,
+        "OPENENV_HOST": "0.0.0.0",
+        "OPENENV_PORT": str(CONTAINER_PORT),
+        "OPENENV_ALLOWED_HOSTS": json.dumps([resource, f"{resource}:*"]),
+    }
+    mounts = [{"name": "tmp", "mountPath": "/tmp"}, {"name": "data", "mountPath": "/data"}]
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {}}, {"name": "data", "emptyDir": {}}]
+    init: list[dict[str, Any]] = []
+    if mode == "prod":
+        environment.update(needs.prod_environment)
+        for volume, path in needs.prod_volumes.items():
+            mounts.append({"name": volume, "mountPath": path})
+            volumes.append({"name": volume, "emptyDir": {}})
+            if needs.volume_owner is not None:
+                init.append(_chown(volume, path, needs.volume_owner, image))
+    else:
+        environment["OPENENV_TRAJECTORIES"] = "sqlite:////data/trajectories.db"
+    container: dict[str, Any] = {
+        "name": "server",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["serve", name],
+        "env": [{"name": key, "value": value} for key, value in environment.items()],
+        "ports": [{"name": "http", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
+        "readinessProbe": _probe("/readyz", period=5, failures=3),
+        "livenessProbe": _probe("/healthz", period=10, failures=3),
+        "startupProbe": _probe("/healthz", period=2, failures=60),
+        "resources": {
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        },
+        "securityContext": _security(needs),
+        "volumeMounts": mounts,
+    }
+    if mode == "prod":
+        container["envFrom"] = [{"secretRef": {"name": resource, "optional": False}}]
+    pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "terminationGracePeriodSeconds": 30,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if init:
+        pod["initContainers"] = init
+    if needs.user is None:
+        pod["securityContext"].update({"runAsNonRoot": True, "runAsUser": _SERVER_UID, "runAsGroup": _SERVER_UID})
+        pod["securityContext"]["fsGroup"] = _SERVER_UID
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": resource, "labels": _labels(name, mode)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {"metadata": {"labels": _labels(name, mode)}, "spec": pod},
+        },
+    }
+
+
+def _probe(path: str, *, period: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": 3,
+        "failureThreshold": failures,
+    }
+
+
+def _security(needs: ContainerNeeds) -> dict[str, Any]:
+    if needs.user is None:
+        return {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
+    # A server that must be root (the coding sandbox drops to per-episode uids itself).
+    context: dict[str, Any] = {"runAsUser": 0, "runAsNonRoot": False}
+    if needs.cap_add:
+        context["capabilities"] = {"add": list(needs.cap_add)}
+    if any(option.startswith("apparmor=unconfined") for option in needs.security_opt):
+        context["appArmorProfile"] = {"type": "Unconfined"}
+    return context
+
+
+def _chown(volume: str, path: str, owner: str, image: str) -> dict[str, Any]:
+    return {
+        "name": f"own-{volume}",
+        "image": image,
+        "command": ["sh", "-c", f"chown {owner} {path} && chmod 0700 {path}"],
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]},
+        },
+        "volumeMounts": [{"name": volume, "mountPath": path}],
+    }
+
+
+def _service(name: str, mode: Mode) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": resource_name(name), "labels": _labels(name, mode)},
+        "spec": {
+            "clusterIP": "None",
+            "selector": {"app.kubernetes.io/name": "openenv-mcp", "app.kubernetes.io/instance": name},
+            "ports": [{"name": "http", "port": CONTAINER_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def dump_manifests(docs: Sequence[dict[str, Any]]) -> str:
+    """The manifests as one multi-document YAML stream, after a comment header."""
+    lines = ["# Generated by openenv_mcp.kube (openenv-mcp compose generate); edit the generator, not this file."]
+    for doc in docs:
+        keys = doc["metadata"].get("annotations", {}).get("openenv-mcp/secret-keys")
+        if keys:
+            name = doc["metadata"]["name"]
+            lines.append(
+                f"# {name} reads Secret {name}: kubectl create secret generic {name} --from-literal=KEY=... ({keys})"
+            )
+    body = "---\n".join(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=200) for doc in docs)
+    return "\n".join(lines) + "\n---\n" + body

@@ -1,0 +1,135 @@
+"""Provision a bundled PostgreSQL for one server of a prod compose stack (the one-shot loader service).
+
+    PROVISION_ADMIN_URL=postgresql://postgres:secret@postgres:5432/postgres \\
+    PROVISION_READER_PASSWORD=hunter2 \\
+    python -m openenv_mcp.provision postgres --database sql --reader sql_reader \\
+        -- python -m servers.sql.load {url}
+
+Waits (bounded) for the server to accept connections, creates the database if it is missing,
+creates or updates the login role ``--reader`` with the password, runs the loader command
+(``{url}`` becomes the admin URL of the new database) only when the database has no tables
+yet, so running it again changes nothing, then leaves the role SELECT on every table of the
+schema and nothing else. Credentials come from the environment, never the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+import psycopg
+from psycopg import sql
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.settings import load_settings
+
+__all__ = ["ProvisionSettings", "main", "provision_postgres"]
+
+
+class ProvisionSettings(BaseSettings):
+    """``PROVISION_*`` variables: the loader's credentials."""
+
+    model_config = SettingsConfigDict(env_prefix="PROVISION_", extra="ignore")
+
+    admin_url: SecretStr = Field(description="PostgreSQL URL of a superuser, e.g. postgresql://postgres:pw@db/postgres")
+    reader_password: SecretStr = Field(description="Password to give the read-only role")
+    wait: float = Field(default=120.0, gt=0, description="Seconds to wait for PostgreSQL to accept connections")
+
+
+def _connect(url: str, *, wait: float) -> psycopg.Connection[tuple[object, ...]]:
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return psycopg.connect(url, autocommit=True, connect_timeout=5)
+        except psycopg.OperationalError as exc:
+            if time.monotonic() > deadline:
+                where = make_url(url).render_as_string(hide_password=True)
+                raise OpenEnvError(
+                    f"PostgreSQL at {where} did not accept connections within {wait:.0f} s: {exc}"
+                ) from None
+            time.sleep(1.0)
+
+
+def provision_postgres(
+    admin_url: str,
+    *,
+    database: str,
+    reader: str,
+    reader_password: str,
+    loader: Sequence[str] = (),
+    schema: str = "public",
+    wait: float = 120.0,
+) -> bool:
+    """Make ``database`` with a read-only ``reader`` role, loading it with ``loader`` if it is empty.
+
+    Returns:
+        Whether the loader ran (False: the database already had tables, or no loader was given).
+    """
+    base = make_url(admin_url).set(drivername="postgresql")
+    with _connect(base.render_as_string(hide_password=False), wait=wait) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+        role, password = sql.Identifier(reader), sql.Literal(reader_password)
+        verb = "ALTER" if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone() else "CREATE"
+        admin.execute(
+            sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}").format(role, password)
+        )
+        admin.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(database), role))
+    target = base.set(database=database).render_as_string(hide_password=False)
+    with _connect(target, wait=wait) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchone()
+        ran = False
+        if loader and tables is not None and tables[0] == 0:
+            command = [part.replace("{url}", target) for part in loader]
+            done = subprocess.run(command, check=False)
+            if done.returncode != 0:
+                raise OpenEnvError(f"The loader {' '.join(loader)} failed with exit status {done.returncode}")
+            ran = True
+        ident = sql.Identifier(schema)
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(ident))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(ident, role))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(ident, role))
+    return ran
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.provision", description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=["postgres"], help="the service to provision")
+    parser.add_argument("--database", required=True, help="database to create (if missing) and load")
+    parser.add_argument("--reader", required=True, help="login role to create (or update) with SELECT only")
+    parser.add_argument("--schema", default="public", help="schema whose tables the role may read (default: public)")
+    parser.epilog = "After --, the command that loads an empty database; {url} stands for its admin URL."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    loader = argv[split + 1 :]
+    try:
+        settings = load_settings(ProvisionSettings)
+        ran = provision_postgres(
+            settings.admin_url.get_secret_value(),
+            database=args.database,
+            reader=args.reader,
+            reader_password=settings.reader_password.get_secret_value(),
+            loader=loader,
+            schema=args.schema,
+            wait=settings.wait,
+        )
+    except (OpenEnvError, psycopg.Error) as exc:
+        message = exc.message if isinstance(exc, OpenEnvError) else str(exc).strip()
+        print(f"provision: {message}", file=sys.stderr)
+        return 1
+    state = "loaded" if ran else "already loaded" if loader else "ready (no loader)"
+    print(f"provision: database {args.database} {state}; role {args.reader} may SELECT only")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,554 @@
+"""A small Notepad-like text editor in Tk: the application the sim desktop runs.
+
+Run as a script with the standard library only (it must start fast and never import the server):
+
+    python editor.py --documents DIR [--open NAME] [--text FILE] [--control SOCKET]
+
+It draws its own title bar (``NAME - Editor``, with ``*`` while there are unsaved changes) and sets
+the same title on its X window, so it reads the same with or without a window manager. Menus: File
+(New, Open, Save, Save As), Edit (Undo, Redo, Cut, Copy, Paste, Delete, Select All, Find, Replace),
+Format (Word Wrap, UPPERCASE, lowercase, Sort Lines) and Help. Documents are opened and saved in
+the documents folder only.
+
+``--control`` names a Unix socket the server listens on. The editor connects to it when its window
+is drawn (sending ``{"event": "ready", "pid": PID}``), answers JSON-line requests (``sync``: once
+every input event sent before it is handled and drawn; ``state``: title, file, text), and exits when
+the socket closes, so a crashed server never leaves an editor behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import socket
+import tkinter as tk
+from collections.abc import Callable
+from pathlib import Path
+from tkinter import filedialog, messagebox
+from typing import Any
+
+APP = "Editor"
+UI_FONT = ("DejaVu Sans", 10)
+TEXT_FONT = ("DejaVu Sans Mono", 12)
+TITLE_BG = "#23497a"
+
+
+class Editor:
+    """The editor window: title bar, menu bar, text, status bar."""
+
+    def __init__(self, root: tk.Tk, documents: Path, width: int, height: int) -> None:
+        self.root = root
+        self.documents = documents.resolve()
+        self.path: Path | None = None
+        self.find_dialog: FindDialog | None = None
+        root.geometry(f"{width}x{height}+0+0")
+        root.option_add("*insertOffTime", 0)  # a caret that never blinks: the same pixels every time
+        root.option_add("*Font", UI_FONT)
+        root.option_add("*Dialog.msg.font", UI_FONT)
+
+        self.title_bar = tk.Label(root, anchor="w", padx=8, pady=4, bg=TITLE_BG, fg="white", font=(*UI_FONT, "bold"))
+        self.title_bar.pack(side="top", fill="x")
+        self.menu_bar = tk.Frame(root, bd=1, relief="raised")
+        self.menu_bar.pack(side="top", fill="x")
+        self.status = tk.Label(root, anchor="w", padx=8, bd=1, relief="sunken")
+        self.status.pack(side="bottom", fill="x")
+        body = tk.Frame(root)
+        body.pack(side="top", fill="both", expand=True)
+        scroll = tk.Scrollbar(body, orient="vertical")
+        scroll.pack(side="right", fill="y")
+        self.text = tk.Text(
+            body, undo=True, wrap="none", font=TEXT_FONT, insertofftime=0, yscrollcommand=scroll.set, padx=4, pady=4
+        )
+        self.text.pack(side="left", fill="both", expand=True)
+        scroll.configure(command=self.text.yview)
+        self.wrap = tk.BooleanVar(value=False)
+        self._build_menus()
+        self._bind_keys()
+        self.text.bind("<<Modified>>", lambda _e: self.refresh_title())
+        for sequence in ("<KeyRelease>", "<ButtonRelease>"):
+            self.text.bind(sequence, lambda _e: self.refresh_status(), add="+")
+        self.refresh_title()
+        self.refresh_status()
+
+    # building ----------------------------------------------------------------------------------
+
+    def _menu(self, label: str, underline: int, items: list[tuple[str, ...] | None]) -> tk.Menu:
+        button = tk.Menubutton(self.menu_bar, text=label, underline=underline, padx=8, pady=2)
+        button.pack(side="left")
+        menu = tk.Menu(button, tearoff=False)
+        for item in items:
+            if item is None:
+                menu.add_separator()
+                continue
+            text, under, accel, command = item
+            menu.add_command(
+                label=text, underline=int(under), accelerator=accel, command=getattr(self, command), compound="left"
+            )
+        button.configure(menu=menu)
+        return menu
+
+    def _build_menus(self) -> None:
+        self._menu(
+            "File",
+            0,
+            [
+                ("New", "0", "Ctrl+N", "new"),
+                ("Open...", "0", "Ctrl+O", "open"),
+                ("Save", "0", "Ctrl+S", "save"),
+                ("Save As...", "5", "Ctrl+Shift+S", "save_as"),
+            ],
+        )
+        self._menu(
+            "Edit",
+            0,
+            [
+                ("Undo", "0", "Ctrl+Z", "undo"),
+                ("Redo", "0", "Ctrl+Y", "redo"),
+                None,
+                ("Cut", "2", "Ctrl+X", "cut"),
+                ("Copy", "0", "Ctrl+C", "copy"),
+                ("Paste", "0", "Ctrl+V", "paste"),
+                ("Delete", "2", "Del", "delete"),
+                None,
+                ("Select All", "7", "Ctrl+A", "select_all"),
+                None,
+                ("Find...", "0", "Ctrl+F", "find"),
+                ("Find Next", "5", "F3", "find_next"),
+                ("Replace...", "0", "Ctrl+H", "replace"),
+            ],
+        )
+        fmt = self._menu(
+            "Format",
+            1,
+            [None, ("UPPERCASE", "0", "", "upper"), ("lowercase", "0", "", "lower"), ("Sort Lines", "0", "", "sort")],
+        )
+        fmt.delete(0)
+        fmt.insert_checkbutton(0, label="Word Wrap", underline=0, variable=self.wrap, command=self.toggle_wrap)
+        self._menu("Help", 0, [("About Editor", "0", "", "about")])
+
+    def _bind_keys(self) -> None:
+        keys = {
+            "<Control-n>": self.new,
+            "<Control-o>": self.open,
+            "<Control-s>": self.save,
+            "<Control-S>": self.save_as,
+            "<Control-z>": self.undo,
+            "<Control-y>": self.redo,
+            "<Control-a>": self.select_all,
+            "<Control-f>": self.find,
+            "<Control-h>": self.replace,
+            "<F3>": self.find_next,
+        }
+        for sequence, command in keys.items():
+            # On the text widget, before Tk's Emacs-style class bindings (Ctrl+A, Ctrl+H, Ctrl+O...).
+            self.text.bind(sequence, then_break(command))
+
+    # state ---------------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path is not None else "Untitled"
+
+    @property
+    def modified(self) -> bool:
+        return bool(self.text.edit_modified())
+
+    def content(self) -> str:
+        return self.text.get("1.0", "end-1c")
+
+    def refresh_title(self) -> None:
+        title = f"{'*' if self.modified else ''}{self.name} - {APP}"
+        self.root.title(title)
+        self.title_bar.configure(text=title)
+
+    def refresh_status(self, message: str = "") -> None:
+        line, column = self.text.index("insert").split(".")
+        self.status.configure(text=f"Ln {line}, Col {int(column) + 1}" + (f"    {message}" if message else ""))
+
+    def load(self, path: Path | None, text: str) -> None:
+        self.path = path
+        self.text.delete("1.0", "end")
+        self.text.insert("1.0", text)
+        self.text.mark_set("insert", "1.0")
+        self.text.edit_reset()
+        self.text.edit_modified(path is None and text != "")
+        self.refresh_title()
+        self.refresh_status()
+
+    def inside_documents(self, chosen: str) -> Path | None:
+        path = Path(chosen).resolve()
+        if path.parent != self.documents:
+            messagebox.showerror(APP, f"Documents live in {self.documents}; choose a file there.", parent=self.root)
+            return None
+        return path
+
+    # File ----------------------------------------------------------------------------------------
+
+    def keep_changes(self) -> bool:
+        """Ask to save unsaved changes; False when the user cancels."""
+        if not self.modified:
+            return True
+        answer = messagebox.askyesnocancel(APP, f"Save changes to {self.name}?", parent=self.root)
+        if answer is None:
+            return False
+        return self.save() if answer else True
+
+    def new(self) -> None:
+        if self.keep_changes():
+            self.load(None, "")
+
+    def open(self) -> None:
+        if not self.keep_changes():
+            return
+        chosen = filedialog.askopenfilename(parent=self.root, title="Open", initialdir=self.documents)
+        path = self.inside_documents(chosen) if chosen else None
+        if path is None:
+            return
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            messagebox.showerror(APP, f"Cannot open {path.name}: {exc}", parent=self.root)
+            return
+        self.load(path, text)
+
+    def save(self) -> bool:
+        if self.path is None:
+            return self.save_as()
+        return self.write(self.path)
+
+    def save_as(self) -> bool:
+        chosen = filedialog.asksaveasfilename(
+            parent=self.root,
+            title="Save As",
+            initialdir=self.documents,
+            initialfile=self.name + ".txt" * (not self.path),
+        )
+        path = self.inside_documents(chosen) if chosen else None
+        return path is not None and self.write(path)
+
+    def write(self, path: Path) -> bool:
+        try:
+            path.write_text(self.content(), encoding="utf-8")
+        except OSError as exc:
+            messagebox.showerror(APP, f"Cannot save {path.name}: {exc}", parent=self.root)
+            return False
+        self.path = path
+        self.text.edit_modified(False)
+        self.refresh_title()
+        self.refresh_status(f"Saved {path.name}")
+        return True
+
+    # Edit ----------------------------------------------------------------------------------------
+
+    def undo(self) -> None:
+        with contextlib.suppress(tk.TclError):  # nothing to undo
+            self.text.edit_undo()
+
+    def redo(self) -> None:
+        with contextlib.suppress(tk.TclError):  # nothing to redo
+            self.text.edit_redo()
+
+    def cut(self) -> None:
+        self.text.event_generate("<<Cut>>")
+
+    def copy(self) -> None:
+        self.text.event_generate("<<Copy>>")
+
+    def paste(self) -> None:
+        self.text.event_generate("<<Paste>>")
+
+    def delete(self) -> None:
+        self.text.event_generate("<<Clear>>")
+
+    def select_all(self) -> None:
+        self.text.tag_add("sel", "1.0", "end-1c")
+        self.text.mark_set("insert", "end-1c")
+
+    def find(self) -> None:
+        self.open_find(replace=False)
+
+    def replace(self) -> None:
+        self.open_find(replace=True)
+
+    def find_next(self) -> None:
+        if self.find_dialog is None or not self.find_dialog.what.get():
+            self.open_find(replace=False)
+        else:
+            self.find_dialog.find_next()
+
+    def open_find(self, *, replace: bool) -> None:
+        if self.find_dialog is not None:
+            self.find_dialog.close()
+        self.find_dialog = FindDialog(self, replace=replace)
+
+    # Format --------------------------------------------------------------------------------------
+
+    def toggle_wrap(self) -> None:
+        self.text.configure(wrap="word" if self.wrap.get() else "none")
+
+    def transform(self, change: Any) -> None:
+        """Apply ``change`` to the selection, or to the whole document when nothing is selected."""
+        ranges = self.text.tag_ranges("sel")
+        start, end = (str(ranges[0]), str(ranges[1])) if ranges else ("1.0", "end-1c")
+        before = self.text.get(start, end)
+        after = change(before)
+        if after == before:
+            return
+        self.text.edit_separator()
+        self.text.delete(start, end)
+        self.text.insert(start, after)
+        self.text.edit_separator()
+        self.text.tag_add("sel", start, f"{start}+{len(after)}c")
+
+    def upper(self) -> None:
+        self.transform(str.upper)
+
+    def lower(self) -> None:
+        self.transform(str.lower)
+
+    def sort(self) -> None:
+        self.transform(sort_lines)
+
+    def about(self) -> None:
+        messagebox.showinfo(APP, "Editor: a small text editor for the openenv-mcp desktop environment.")
+
+
+def then_break(command: Callable[[], object]) -> Callable[[tk.Event[Any]], str]:
+    """An event handler that runs ``command`` and stops Tk's other bindings for the event."""
+
+    def handler(_event: tk.Event[Any]) -> str:
+        command()
+        return "break"
+
+    return handler
+
+
+def sort_lines(text: str) -> str:
+    """The lines in code-point order; a final newline stays last."""
+    ending = "\n" if text.endswith("\n") else ""
+    lines = text[: len(text) - len(ending)].split("\n")
+    return "\n".join(sorted(lines)) + ending
+
+
+class FindDialog:
+    """Find (Ctrl+F) and Find and Replace (Ctrl+H), like Notepad's: non-modal, one at a time."""
+
+    def __init__(self, editor: Editor, *, replace: bool) -> None:
+        self.editor = editor
+        self.text = editor.text
+        self.replacing = replace
+        title = "Replace" if replace else "Find"
+        top = self.top = tk.Toplevel(editor.root, bd=1, relief="raised")
+        top.title(title)
+        top.transient(editor.root)
+        width = 440
+        top.geometry(f"+{(editor.root.winfo_width() - width) // 2}+160")
+        tk.Label(top, text=title, anchor="w", padx=8, pady=3, bg=TITLE_BG, fg="white", font=(*UI_FONT, "bold")).grid(
+            row=0, column=0, columnspan=3, sticky="ew"
+        )
+        self.what = tk.StringVar()
+        self.with_ = tk.StringVar()
+        self.case = tk.BooleanVar(value=False)
+        tk.Label(top, text="Find what:", underline=3).grid(row=1, column=0, sticky="w", padx=8, pady=6)
+        self.what_entry = tk.Entry(top, textvariable=self.what, width=28)
+        self.what_entry.grid(row=1, column=1, sticky="ew", pady=6)
+        row = 2
+        if replace:
+            tk.Label(top, text="Replace with:", underline=2).grid(row=2, column=0, sticky="w", padx=8)
+            self.with_entry = tk.Entry(top, textvariable=self.with_, width=28)
+            self.with_entry.grid(row=2, column=1, sticky="ew")
+            row = 3
+        tk.Checkbutton(top, text="Match case", underline=6, variable=self.case).grid(
+            row=row, column=0, columnspan=2, sticky="w", padx=4, pady=4
+        )
+        self.message = tk.Label(top, anchor="w", fg="#444444")
+        self.message.grid(row=row + 1, column=0, columnspan=2, sticky="ew", padx=8, pady=(0, 6))
+        buttons = tk.Frame(top)
+        buttons.grid(row=1, column=2, rowspan=row + 1, sticky="n", padx=8, pady=6)
+        actions = [("Find Next", 0, self.find_next)]
+        if replace:
+            actions += [("Replace", 0, self.replace_one), ("Replace All", 8, self.replace_all)]
+        actions.append(("Cancel", -1, self.close))
+        for label, under, command in actions:
+            tk.Button(buttons, text=label, underline=under, width=11, command=command).pack(fill="x", pady=2)
+        keys = {"<Alt-n>": self.find_next, "<Return>": self.find_next, "<Escape>": self.close}
+        keys["<Alt-c>"] = lambda: self.case.set(not self.case.get())
+        keys["<Alt-d>"] = self.what_entry.focus_set
+        if replace:
+            keys.update(
+                {"<Alt-r>": self.replace_one, "<Alt-a>": self.replace_all, "<Alt-p>": self.with_entry.focus_set}
+            )
+        for sequence, command in keys.items():
+            top.bind(sequence, then_break(command))
+        selected = self.text.tag_ranges("sel")
+        if selected:
+            first = self.text.get(selected[0], selected[1])
+            if "\n" not in first:
+                self.what.set(first)
+        self.what_entry.select_range(0, "end")
+        self.what_entry.focus_force()
+
+    def _search(self, start: str, *, stop: str = "end") -> tuple[str, str] | None:
+        pattern = self.what.get()
+        if not pattern:
+            return None
+        count = tk.IntVar()
+        found = self.text.search(pattern, start, stopindex=stop, nocase=not self.case.get(), count=count)
+        return (found, f"{found}+{count.get()}c") if found else None
+
+    def find_next(self) -> None:
+        selected = self.text.tag_ranges("sel")
+        start = str(selected[1]) if selected else self.text.index("insert")
+        match = self._search(start) or self._search("1.0", stop=start)
+        if match is None:
+            self.message.configure(text=f'Cannot find "{self.what.get()}"')
+            return
+        self.text.tag_remove("sel", "1.0", "end")
+        self.text.tag_add("sel", *match)
+        self.text.mark_set("insert", match[1])
+        self.text.see(match[0])
+        self.message.configure(text="")
+        self.editor.refresh_status()
+
+    def _selection_matches(self) -> tuple[str, str] | None:
+        selected = self.text.tag_ranges("sel")
+        if not selected:
+            return None
+        found = self.text.get(selected[0], selected[1])
+        wanted = self.what.get()
+        same = found == wanted if self.case.get() else found.lower() == wanted.lower()
+        return (str(selected[0]), str(selected[1])) if same and wanted else None
+
+    def replace_one(self) -> None:
+        match = self._selection_matches()
+        if match is not None:
+            self.text.edit_separator()
+            self.text.delete(*match)
+            self.text.insert(match[0], self.with_.get())
+            self.text.mark_set("insert", f"{match[0]}+{len(self.with_.get())}c")
+            self.text.tag_remove("sel", "1.0", "end")
+        self.find_next()
+
+    def replace_all(self) -> None:
+        replacement = self.with_.get()
+        count = 0
+        self.text.edit_separator()
+        start = "1.0"
+        while (match := self._search(start)) is not None:
+            self.text.delete(*match)
+            self.text.insert(match[0], replacement)
+            start = f"{match[0]}+{len(replacement)}c"
+            count += 1
+        self.text.edit_separator()
+        self.message.configure(text=f"Replaced {count} occurrence{'s' * (count != 1)}")
+        self.editor.refresh_status(f"Replaced {count}")
+
+    def close(self) -> None:
+        self.top.destroy()
+        if self.editor.find_dialog is self:
+            self.editor.find_dialog = None
+        self.text.focus_force()
+
+
+class Control:
+    """The editor's end of the server's control socket (JSON lines)."""
+
+    def __init__(self, editor: Editor, path: str) -> None:
+        self.editor = editor
+        self.root = editor.root
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.buffer = b""
+        self.root.tk.createfilehandler(self.sock, tk.READABLE, self._readable)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.sock.sendall(json.dumps(message).encode() + b"\n")
+        except OSError:
+            self.quit()
+
+    def quit(self) -> None:
+        self.root.tk.deletefilehandler(self.sock)
+        self.root.destroy()
+
+    def _readable(self, _sock: object, _mask: int) -> None:
+        try:
+            chunk = self.sock.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.quit()  # the server went away: so does the editor (and then its display)
+            return
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            request = json.loads(line)
+            if request["op"] == "sync":
+                self.sync(functools.partial(self.send, {"id": request["id"], "ok": True}))
+            elif request["op"] == "state":
+                editor = self.editor
+                dialog = editor.find_dialog.top.title() if editor.find_dialog is not None else None
+                self.send(
+                    {
+                        "id": request["id"],
+                        "title": self.root.title(),
+                        "file": editor.path.name if editor.path else None,
+                        "modified": editor.modified,
+                        "text": editor.content(),
+                        "find_dialog": dialog,
+                    }
+                )
+
+    def sync(self, answer: Callable[[], None], passes: int = 2) -> None:
+        """Answer once every input event the X server queued before now is handled and drawn.
+
+        A round trip pulls queued input into Tk; an idle callback runs only after it is handled
+        (inside a dialog's own event loop too); a second pass draws what the first one mapped.
+        """
+        self.root.winfo_pointerxy()
+
+        def drawn() -> None:
+            self.root.update_idletasks()
+            self.root.winfo_pointerxy()  # our drawing requests have reached the server
+            if passes > 1:
+                self.sync(answer, passes - 1)
+            else:
+                answer()
+
+        self.root.after_idle(drawn)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--documents", required=True, type=Path, help="the folder documents are opened from and saved to"
+    )
+    parser.add_argument("--open", help="a document of that folder to open at start")
+    parser.add_argument("--text", type=Path, help="a file whose text starts as an unsaved new document")
+    parser.add_argument("--control", help="the server's control socket")
+    parser.add_argument("--width", type=int, default=0)
+    parser.add_argument("--height", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    root = tk.Tk(baseName="editor", className="Editor")
+    width = args.width or root.winfo_screenwidth()
+    height = args.height or root.winfo_screenheight()
+    editor = Editor(root, args.documents, width, height)
+    if args.open:
+        path = editor.documents / args.open
+        editor.load(path, path.read_text(encoding="utf-8") if path.exists() else "")
+    elif args.text:
+        editor.load(None, args.text.read_text(encoding="utf-8"))
+    editor.text.focus_force()
+    if args.control:
+        root.wait_visibility(root)
+        control = Control(editor, args.control)
+        control.sync(lambda: control.send({"event": "ready", "pid": os.getpid()}))
+    root.mainloop()
+
+
+if __name__ == "__main__":
+    main()
