@@ -5,10 +5,13 @@ Sim mode adds ``POST /reset``, ``POST /step``, ``POST /step_batch``, ``GET /stat
 ``DELETE /episodes/{id}``, ``GET /tasks`` and the WebSocket ``/ws``; in prod those paths
 answer 404 with a message saying so.
 Errors are ``{"error": {"code", "message"}}``, mapped from the exception tree here, once.
+Before any route, :class:`~openenv_mcp.security.Guard` checks Host, Origin and the optional
+bearer token for the whole app (``docs/security.md``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -34,18 +37,24 @@ from openenv_mcp.models import (
 )
 from openenv_mcp.ors import ors_router
 from openenv_mcp.runtime import Runtime
+from openenv_mcp.security import AUTHENTICATED, AccessPolicy, Guard, serving_warning
 from openenv_mcp.settings import Settings, load_settings
 from openenv_mcp.websocket import websocket_door
 
 __all__ = ["build_app", "build_runtime"]
+
+log = logging.getLogger(__name__)
 
 _SIM_PATHS = ("/reset", "/step", "/state", "/episodes", "/tasks", "/ws")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
     for status, text in [
         (400, "Malformed request or missing X-Episode-Id header"),
+        (401, "Missing or invalid bearer token (when the server has one)"),
+        (403, "A browser Origin this server does not accept"),
         (404, "Unknown episode or tool"),
         (409, "Episode already done"),
+        (421, "A Host this server does not answer to"),
         (422, "Invalid tool arguments"),
         (503, "At capacity or backend down"),
     ]
@@ -66,10 +75,15 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 
 def build_app(runtime: Runtime) -> FastAPI:
-    """The ASGI app serving ``runtime`` (its lifespan starts and stops the runtime)."""
+    """The ASGI app serving ``runtime`` (its lifespan starts and stops the runtime).
+
+    A malformed ``OPENENV_ALLOWED_*`` entry or bearer token raises :class:`ConfigError` here.
+    """
+    policy = AccessPolicy.from_settings(runtime.settings)
+    if (warning := serving_warning(runtime.settings, policy)) is not None:
+        log.warning(warning)
     door = McpDoor(runtime)
-    settings = runtime.settings
-    mcp_routes = door.http_routes(host=settings.host, allowed_hosts=settings.allowed_hosts)
+    mcp_routes = door.http_routes()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -90,6 +104,7 @@ def build_app(runtime: Runtime) -> FastAPI:
         responses=_ERRORS,
     )
     app.state.runtime = runtime
+    app.add_middleware(Guard, policy=policy)
 
     @app.exception_handler(OpenEnvError)
     async def on_openenv_error(request: Request, exc: OpenEnvError) -> JSONResponse:
@@ -116,10 +131,12 @@ def build_app(runtime: Runtime) -> FastAPI:
         return {"status": "ok", "mode": runtime.mode, "server": env.name}
 
     @app.get("/readyz", tags=["health"], responses={503: {"description": "A backend failed its ping"}})
-    async def readyz() -> JSONResponse:
-        """Readiness: every backend answers its ping."""
+    async def readyz(request: Request) -> JSONResponse:
+        """Readiness: every backend answers its ping (why one failed only with the token, when there is one)."""
         backends = await runtime.readiness()
         ready = all(state == "ok" for state in backends.values())
+        if not request.scope.get("state", {}).get(AUTHENTICATED, True):
+            backends = {name: "ok" if state == "ok" else "unavailable" for name, state in backends.items()}
         body: dict[str, Any] = {"status": "ready" if ready else "unavailable", "backends": backends}
         if not ready:
             failed = ", ".join(f"{name}: {state}" for name, state in backends.items() if state != "ok")

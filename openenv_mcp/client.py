@@ -7,6 +7,7 @@
 
 A client remembers the episode its last ``reset`` opened; pass ``episode_id=`` to act on
 another. Server errors are raised as the package's own exceptions, carrying the server's message.
+``token=`` sends the server's bearer token (``OPENENV_AUTH_TOKEN``) with every request.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 from openenv_mcp.errors import OpenEnvError, ResetNeeded, error_for_code
 from openenv_mcp.models import BatchItem, BatchResult, EpisodeState, StepResult, TaskList
 
-__all__ = ["AsyncEnvClient", "EnvClient"]
+__all__ = ["AsyncEnvClient", "EnvClient", "auth_headers"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _HEADER = "X-Episode-Id"
@@ -34,6 +35,14 @@ class _Call:
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None = None
+
+
+def auth_headers(token: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """``headers`` plus ``Authorization: Bearer <token>`` when a token is given."""
+    merged = dict(headers or {})
+    if token:
+        merged["Authorization"] = f"Bearer {token}"
+    return merged
 
 
 def _parse(response: httpx.Response, model: type[ModelT]) -> ModelT:
@@ -77,7 +86,15 @@ class _Base:
 
 
 class EnvClient(_Base):
-    """A synchronous client of one server's control plane."""
+    """A synchronous client of one server's control plane.
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:8000``.
+        timeout: Seconds per request.
+        headers: Headers sent with every request.
+        token: The server's bearer token, sent as ``Authorization: Bearer <token>``.
+        transport: An httpx transport (tests: ``httpx.MockTransport``).
+    """
 
     def __init__(
         self,
@@ -85,9 +102,11 @@ class EnvClient(_Base):
         *,
         timeout: float = 30.0,
         headers: dict[str, str] | None = None,
+        token: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.episode_id = None
+        headers = auth_headers(token, headers)
         self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers, transport=transport)
 
     def _send(self, call: _Call, model: type[ModelT]) -> ModelT:
@@ -156,9 +175,11 @@ class AsyncEnvClient(_Base):
         *,
         timeout: float = 30.0,
         headers: dict[str, str] | None = None,
+        token: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.episode_id = None
+        headers = auth_headers(token, headers)
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=headers, transport=transport)
 
     async def _send(self, call: _Call, model: type[ModelT]) -> ModelT:

@@ -81,7 +81,7 @@ async def _check_sim(env: Environment[Any, Any]) -> list[str]:
     app = build_app(runtime)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://conformance") as http,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http,
     ):
         health = (await http.get("/healthz")).json()
         expect(health == {"status": "ok", "mode": "sim", "server": env.name}, f"/healthz answered {health}")

@@ -13,6 +13,10 @@
     │   └── EpisodeFinished    the episode is done; reset to start another
     ├── CapacityExceeded       too many open episodes
     ├── ModeError              a sim-only operation asked of a prod server (or the reverse)
+    ├── AccessDenied           an HTTP request refused before any route (openenv_mcp.security)
+    │   ├── Unauthorized       missing or wrong bearer token (401)
+    │   ├── HostNotAllowed     a Host header this server does not answer to (421)
+    │   └── OriginNotAllowed   a browser page from an origin not allowed (403)
     └── RegistryError          a registry entry is missing, invalid or out of date
 
 Every error carries a stable machine-readable ``code`` and an HTTP ``status``; the wire
@@ -25,20 +29,24 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "AccessDenied",
     "BackendUnavailable",
     "CapacityExceeded",
     "ConfigError",
     "EpisodeError",
     "EpisodeFinished",
     "EpisodeNotFound",
+    "HostNotAllowed",
     "InvalidToolArguments",
     "ModeError",
     "OpenEnvError",
+    "OriginNotAllowed",
     "RegistryError",
     "ResetNeeded",
     "ToolError",
     "ToolFailed",
     "ToolNotFound",
+    "Unauthorized",
     "error_for_code",
 ]
 
@@ -114,6 +122,26 @@ class CapacityExceeded(OpenEnvError):
 class ModeError(OpenEnvError):
     code = "not_in_this_mode"
     status = 404
+
+
+class AccessDenied(OpenEnvError):
+    code = "access_denied"
+    status = 403
+
+
+class Unauthorized(AccessDenied):
+    code = "unauthorized"
+    status = 401
+
+
+class HostNotAllowed(AccessDenied):
+    code = "host_not_allowed"
+    status = 421
+
+
+class OriginNotAllowed(AccessDenied):
+    code = "origin_not_allowed"
+    status = 403
 
 
 class RegistryError(OpenEnvError):

@@ -11,7 +11,8 @@ non-root, read-only-root-filesystem security context. The Service is headless
 (``clusterIP: None``): its DNS name resolves to every ready pod, which is what
 :class:`~openenv_mcp.pool.EnvPool` needs to keep each episode on its pod. In prod, every
 variable of the server's settings comes from a Secret named like the Deployment (created by
-the operator); nothing is bundled: bring your own PostgreSQL and the like.
+the operator); nothing is bundled: bring your own PostgreSQL and the like. In sim that Secret
+is optional (``OPENENV_AUTH_TOKEN`` goes there). The probes stay open without the token.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: Cont
         "securityContext": _security(needs),
         "volumeMounts": mounts,
     }
-    if mode == "prod":
-        container["envFrom"] = [{"secretRef": {"name": resource, "optional": False}}]
+    # prod: the server's settings; sim: optional, e.g. OPENENV_AUTH_TOKEN (then every route but the probes needs it)
+    container["envFrom"] = [{"secretRef": {"name": resource, "optional": mode == "sim"}}]
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},

@@ -30,7 +30,6 @@ __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
 
 EPISODE_HEADER = "x-episode-id"
 META_PREFIX = "openenv-mcp/"
-_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class McpDoor:
@@ -90,16 +89,17 @@ class McpDoor:
             }
         return _to_mcp(outcome.observation, meta)
 
-    def http_routes(self, *, host: str, allowed_hosts: list[str], json_response: bool = True) -> list[BaseRoute]:
-        """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan."""
-        security = None
-        if host in _LOCAL_HOSTS or allowed_hosts:
-            hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *allowed_hosts]
-            origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-            origins += [f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")]
-            security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+    def http_routes(self, *, json_response: bool = True) -> list[BaseRoute]:
+        """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan.
+
+        The SDK's own Host/Origin check is off: the app's :class:`~openenv_mcp.security.Guard`
+        applies one rule to every route, ``/mcp`` included (the SDK's would cover ``/mcp`` only,
+        and only for a localhost bind).
+        """
         app = self.server.streamable_http_app(
-            streamable_http_path="/mcp", json_response=json_response, transport_security=security, host=host
+            streamable_http_path="/mcp",
+            json_response=json_response,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self.session_manager = self.server.session_manager
         return list(app.routes)

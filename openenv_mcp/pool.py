@@ -213,7 +213,9 @@ class _PoolBase(Generic[ClientT]):
         timeout: float = 30.0,
         retry_after: float = 30.0,
         resolve: Resolver = resolve_addresses,
+        token: str | None = None,
     ) -> None:
+        self.token = token
         self.specs = [replicas] if isinstance(replicas, str) else list(replicas)
         if not self.specs:
             raise ConfigError("EnvPool needs at least one replica URL or host name")
@@ -250,12 +252,13 @@ class EnvPool(_PoolBase[EnvClient]):
         timeout: Seconds per request.
         retry_after: Seconds before a replica that stopped answering gets new episodes again.
         resolve: ``(host, port) -> addresses`` (default: the system resolver).
+        token: The servers' bearer token (``OPENENV_AUTH_TOKEN``), sent with every request.
     """
 
     def refresh(self) -> list[str]:
         """Resolve the names again: new replicas join, vanished idle ones leave. The replicas' URLs."""
         urls = _targets(self.specs, self.port, self._resolve)
-        for client in self._book.add(urls, lambda url: EnvClient(url, timeout=self.timeout)):
+        for client in self._book.add(urls, lambda url: EnvClient(url, timeout=self.timeout, token=self.token)):
             client.close()
         self._resolved = True
         return self.replicas
@@ -338,7 +341,7 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
 
     async def refresh(self) -> list[str]:
         urls = await anyio.to_thread.run_sync(_targets, self.specs, self.port, self._resolve)
-        for client in self._book.add(urls, lambda url: AsyncEnvClient(url, timeout=self.timeout)):
+        for client in self._book.add(urls, lambda url: AsyncEnvClient(url, timeout=self.timeout, token=self.token)):
             await client.aclose()
         self._resolved = True
         return self.replicas

@@ -6,6 +6,7 @@ prod settings class (see :func:`load_settings`) for connection URLs and secrets.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
@@ -36,7 +37,26 @@ class Settings(BaseSettings):
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override every environment's step limit")
     allowed_hosts: list[str] = Field(
-        default_factory=list, description="Extra Host values accepted on /mcp (for deployments behind a real name)"
+        default_factory=list,
+        description=(
+            "Host names the server answers to besides localhost, IP addresses and its own hostname "
+            "(JSON list: 'env.example.com', 'name:8443', 'name:*', '*.example.com', or '*' to accept any)"
+        ),
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Browser origins accepted besides the server's own, loopback ones and those of allowed hosts "
+            "(JSON list: 'https://app.example.com', 'http://tool.local:*', or '*' to accept any)"
+        ),
+    )
+    auth_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token every HTTP request must carry (all routes but /healthz and /readyz); unset: none",
+    )
+    auth_token_file: Path | None = Field(
+        default=None,
+        description="File of accepted bearer tokens, one per line, re-read when it changes (for rotation)",
     )
     trajectories: str = Field(
         default="sqlite:///openenv-trajectories.db",

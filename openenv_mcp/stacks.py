@@ -289,6 +289,7 @@ def _server_service(
         "OPENENV_HOST": "0.0.0.0",
         "OPENENV_PORT": str(CONTAINER_PORT),
         "OPENENV_ALLOWED_HOSTS": json.dumps([name, f"{name}:*"]),
+        "OPENENV_AUTH_TOKEN": None,  # from the shell when set there: then every route but the probes needs it
     }
     volume_map: dict[str, str] = {}
     if mode == "sim":

@@ -509,7 +509,7 @@ def test_a_raising_tool_ends_the_stream_with_an_error_event(slow: httpx.Client) 
 async def test_prod_serves_no_ors_route(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SQL_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
     app = build_app(build_runtime(sql_environment, Settings(mode="prod")))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as prod:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as prod:
         for method, path in [
             ("GET", "/health"),
             ("GET", "/list_environments"),

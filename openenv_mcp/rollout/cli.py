@@ -16,7 +16,9 @@ def add_commands(commands: Any) -> None:
     )
     rollout.set_defaults(handler=_rollout)
     rollout.add_argument(
-        "server", help="a running server's URL (http://host:port), or an installed server's name to start here"
+        "server",
+        help="a running server's URL (http://host:port), or an installed server's name to start here; "
+        "$OPENENV_AUTH_TOKEN, when set, is sent as the bearer token",
     )
     rollout.add_argument("--episodes", "-n", type=_positive, default=10, help="episodes to run (default 10)")
     rollout.add_argument("--concurrency", "-c", type=_positive, default=1, help="episodes at once (default 1)")
@@ -64,6 +66,7 @@ async def _main(args: argparse.Namespace) -> int:
     from openenv_mcp.settings import Settings, load_settings
 
     settings = load_settings(Settings)
+    token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
     async with AsyncExitStack() as stack:
         openai: OpenAIPolicy | None = None
         if args.policy == "openai":
@@ -87,7 +90,7 @@ async def _main(args: argparse.Namespace) -> int:
         if not url.startswith(("http://", "https://")):
             load_environment(url)  # an unknown name fails here, listing the installed ones
             url = (await stack.enter_async_context(ServerProcess(args.server))).url
-        server = await discover(url)
+        server = await discover(url, token=token)
         policy: Policy
         if openai is not None:
             policy = openai
@@ -126,6 +129,7 @@ async def _main(args: argparse.Namespace) -> int:
                 server=server,
                 success_threshold=args.success_threshold,
                 on_result=advance,
+                token=token,
             )
         finally:
             bar.close()

@@ -180,6 +180,7 @@ async def run_rollouts(
     server: ServerInfo | None = None,
     success_threshold: float = 1.0,
     on_result: Callable[[EpisodeResult], None] | None = None,
+    token: str | None = None,
 ) -> Summary:
     """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``concurrency`` at a time.
 
@@ -188,12 +189,13 @@ async def run_rollouts(
         policy: Drives one episode (see the module docstring).
         server: What the server offers; found over MCP when not given.
         on_result: Called as each episode ends (a progress bar, say).
+        token: The server's bearer token (``OPENENV_AUTH_TOKEN``), if it has one.
     """
     from openenv_mcp.rollout.server import discover
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncEnvClient(url, transport=httpx.AsyncHTTPTransport(limits=limits))
-    info = server or await discover(url)
+    client = AsyncEnvClient(url, token=token, transport=httpx.AsyncHTTPTransport(limits=limits))
+    info = server or await discover(url, token=token)
     results: list[EpisodeResult] = []
     limiter = anyio.Semaphore(concurrency)
 

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import httpx
 
+from openenv_mcp.client import auth_headers
 from openenv_mcp.errors import ConfigError, OpenEnvError
 from openenv_mcp.trajectories.chat import openai_tools
 
@@ -48,10 +49,13 @@ class ServerInfo:
         return openai_tools(self.tools)
 
 
-async def discover(url: str, *, http: httpx.AsyncClient | None = None) -> ServerInfo:
-    """Ask the server at ``url`` (its base URL; MCP is at ``/mcp``) for its name, description and tools."""
+async def discover(url: str, *, http: httpx.AsyncClient | None = None, token: str | None = None) -> ServerInfo:
+    """Ask the server at ``url`` (its base URL; MCP is at ``/mcp``) for its name, description and tools.
+
+    ``token`` is the server's bearer token, if it has one (for a client of one's own, set its headers).
+    """
     own = http is None
-    client = http or httpx.AsyncClient(timeout=30)
+    client = http or httpx.AsyncClient(timeout=30, headers=auth_headers(token))
     endpoint = url.rstrip("/") + "/mcp"
     try:
         init = await _rpc(client, endpoint, {}, "initialize", {
