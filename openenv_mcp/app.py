@@ -29,6 +29,7 @@ from openenv_mcp.models import (
     BatchResult,
     EpisodeState,
     ErrorBody,
+    Readiness,
     ResetRequest,
     StepBatchRequest,
     StepRequest,
@@ -83,7 +84,7 @@ def build_app(runtime: Runtime) -> FastAPI:
     if (warning := serving_warning(runtime.settings, policy)) is not None:
         log.warning(warning)
     door = McpDoor(runtime)
-    mcp_routes = door.http_routes()
+    mcp_routes = door.http_routes(session_idle_timeout=runtime.settings.idle_timeout)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -102,6 +103,7 @@ def build_app(runtime: Runtime) -> FastAPI:
         version=env.version,
         lifespan=lifespan,
         responses=_ERRORS,
+        max_body_size=runtime.settings.max_body_bytes,
     )
     app.state.runtime = runtime
     app.add_middleware(Guard, policy=policy)
@@ -123,6 +125,11 @@ def build_app(runtime: Runtime) -> FastAPI:
         path = request.url.path
         if exc.status_code == 404 and not runtime.sim and path.startswith(_SIM_PATHS):
             return _error(404, "not_in_this_mode", f"{path} is served in sim mode only; this server runs in prod mode")
+        if exc.status_code == 400:  # a body FastAPI could not even read (not UTF-8, say)
+            return _error(400, "malformed_request", f"Malformed request: {exc.detail}")
+        if exc.status_code == 413:
+            limit = runtime.settings.max_body_bytes
+            return _error(413, "body_too_large", f"Request body too large: over {limit} bytes (OPENENV_MAX_BODY_BYTES)")
         return _error(exc.status_code, f"http_{exc.status_code}", f"{exc.detail} ({request.method} {path})")
 
     @app.get("/healthz", tags=["health"])
@@ -130,7 +137,12 @@ def build_app(runtime: Runtime) -> FastAPI:
         """Liveness: the process serves."""
         return {"status": "ok", "mode": runtime.mode, "server": env.name}
 
-    @app.get("/readyz", tags=["health"], responses={503: {"description": "A backend failed its ping"}})
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        response_model=Readiness,
+        responses={503: {"model": Readiness, "description": "A backend failed its ping"}},
+    )
     async def readyz(request: Request) -> JSONResponse:
         """Readiness: every backend answers its ping (why one failed only with the token, when there is one)."""
         backends = await runtime.readiness()
@@ -143,7 +155,12 @@ def build_app(runtime: Runtime) -> FastAPI:
             body["error"] = {"code": "backend_unavailable", "message": f"Backend not ready ({failed})"}
         return JSONResponse(body, status_code=200 if ready else 503)
 
-    @app.get("/metrics", tags=["health"], response_class=Response)
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}}, "description": "Prometheus text"}},
+    )
     async def metrics() -> Response:
         """Prometheus metrics."""
         return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)

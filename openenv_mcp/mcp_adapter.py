@@ -89,7 +89,7 @@ class McpDoor:
             }
         return _to_mcp(outcome.observation, meta)
 
-    def http_routes(self, *, json_response: bool = True) -> list[BaseRoute]:
+    def http_routes(self, *, session_idle_timeout: float, json_response: bool = True) -> list[BaseRoute]:
         """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan.
 
         The SDK's own Host/Origin check is off: the app's :class:`~openenv_mcp.security.Guard`
@@ -100,6 +100,7 @@ class McpDoor:
             streamable_http_path="/mcp",
             json_response=json_response,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=session_idle_timeout,  # a session whose client vanished is closed like an episode
         )
         self.session_manager = self.server.session_manager
         return list(app.routes)

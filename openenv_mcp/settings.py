@@ -36,6 +36,9 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Seconds an ORS call's result is kept for a reconnect by task_id"
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override every environment's step limit")
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest request body the control plane reads (413 above)"
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description=(

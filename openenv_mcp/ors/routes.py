@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 from openenv_mcp.episodes import Episode
 from openenv_mcp.errors import (
@@ -36,6 +37,7 @@ from openenv_mcp.ors.wire import (
     CallBody,
     CreateBody,
     EnvironmentNotFound,
+    OrsErrorBody,
     RangeBody,
     SplitBody,
     TaskBody,
@@ -55,6 +57,31 @@ SessionHeader = Annotated[
     str | None, Header(alias="X-Session-ID", description="The sid from POST /create_session, bound by POST /create")
 ]
 _SSE = "text/event-stream"
+# Declared in the OpenAPI schema, so that it describes what these routes answer (they are not ErrorBody).
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": OrsErrorBody, "description": text}
+    for status, text in [
+        (400, "Malformed request, missing X-Session-ID, or no such split or task"),
+        (404, "Unknown environment or session"),
+        (409, "Episode already done"),
+        (422, "Invalid arguments"),
+        (503, "At capacity"),
+    ]
+}
+_STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events",
+        "content": {
+            _SSE: {
+                "schema": {
+                    "type": "object",
+                    "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+                    "required": ["event", "data"],
+                }
+            }
+        },
+    }
+}
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -78,6 +105,10 @@ class _OrsRoute(APIRoute):
                     where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
                     problems.append(f"{where}: {error.get('msg', 'invalid')}")
                 return _error(400, "malformed_request", "Malformed request: " + "; ".join(problems))
+            except HTTPException as exc:  # FastAPI's own 400 for a body it cannot read (not UTF-8, say)
+                if exc.status_code != 400:
+                    raise
+                return _error(400, "malformed_request", f"Malformed request: {exc.detail}; send a JSON body")
 
         return guarded
 
@@ -344,10 +375,15 @@ def ors_router(runtime: Runtime) -> APIRouter:
     if not runtime.sim:
         raise ModeError("ORS is served in sim mode only; this server runs in prod mode (MODE=prod)")
     ors = _Ors(runtime)
-    router = APIRouter(route_class=_OrsRoute, tags=["ors"])
+    router = APIRouter(route_class=_OrsRoute, tags=["ors"], responses=_ERRORS)
     for method, path, name, per_env in _ROUTES:
         endpoint = getattr(ors, name)
+        responses = _STREAMED if name in ("create_session", "call") else None
         if per_env:
-            router.add_api_route("/{env_name}" + path, endpoint, methods=[method], name=f"ors_env_{name}")
-        router.add_api_route(path, endpoint, methods=[method], name=f"ors_{name}", include_in_schema=not per_env)
+            router.add_api_route(
+                "/{env_name}" + path, endpoint, methods=[method], name=f"ors_env_{name}", responses=responses
+            )
+        router.add_api_route(
+            path, endpoint, methods=[method], name=f"ors_{name}", include_in_schema=not per_env, responses=responses
+        )
     return router

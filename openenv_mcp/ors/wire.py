@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.models import ContentBlock, TextBlock
+from openenv_mcp.models import ContentBlock, ErrorDetail, TextBlock
 from openenv_mcp.runtime import Outcome
 from openenv_mcp.tasks import Task
 
@@ -16,6 +16,7 @@ __all__ = [
     "CallBody",
     "CreateBody",
     "EnvironmentNotFound",
+    "OrsErrorBody",
     "RangeBody",
     "Reason",
     "SplitBody",
@@ -43,6 +44,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class OrsErrorBody(_Strict):
+    """Every error an ORS route answers with: ``detail`` (what ORS clients read) and our ``error``."""
+
+    detail: str
+    error: ErrorDetail
+
+
 class CallBody(_Strict):
     """Body of ``POST /{env}/call``; ``task_id`` resumes a call whose stream was cut."""
 
@@ -57,7 +65,7 @@ class CreateBody(_Strict):
     env_name: str | None = None
     task_spec: dict[str, Any] | None = None
     split: str | None = None
-    index: int | None = None
+    index: StrictInt | None = None
     toolset_name: str | None = None
 
     @model_validator(mode="after")
@@ -75,13 +83,13 @@ class SplitBody(_Strict):
 
 class TaskBody(_Strict):
     split: str
-    index: int
+    index: StrictInt
 
 
 class RangeBody(_Strict):
     split: str
-    start: int | None = None
-    stop: int | None = None
+    start: StrictInt | None = None
+    stop: StrictInt | None = None
 
 
 class TaskSpec(BaseModel):
@@ -91,7 +99,7 @@ class TaskSpec(BaseModel):
 
     id: str
     split: str | None = None
-    seed: int | None = None
+    seed: StrictInt | None = None
 
 
 def task_spec(task: Task) -> dict[str, Any]:

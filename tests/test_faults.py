@@ -1,0 +1,405 @@
+"""Faults: a real backend goes away mid-run and comes back; clients vanish mid-call. Nothing is lost or leaked.
+
+- PostgreSQL stopped under a prod SQL server and a prod search server (on a private cluster this test starts,
+  so the shared one is untouched), with a query in flight: the call in flight and every call after it are
+  tool errors saying the backend is unavailable, ``/readyz`` is 503 naming it, and when PostgreSQL is back
+  both servers recover by themselves, without a restart. Both a clean stop (``fast``) and a crash
+  (``immediate``).
+- The same for the mail servers under a prod email server: Dovecot (IMAP) and aiosmtpd (SMTP) stopped, then
+  started again on the same ports.
+- A client that disconnects in the middle of a call, at each door (HTTP, MCP, WebSocket), leaves no task and no
+  file handle behind; the WebSocket door closes the connection's episodes, and an HTTP episode whose client
+  vanished stays until the idle reaper frees it.
+- A backend that fails to close does not stop the reaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from socket import SHUT_RDWR
+from typing import Any
+
+import anyio
+import httpx
+import psycopg
+import pytest
+from aiosmtpd.controller import Controller
+from websockets.sync.client import connect
+
+from openenv_mcp.episodes import EpisodeTable
+from openenv_mcp.tasks import Task
+from servers.email import environment as email_environment
+from servers.search import environment as search_environment
+from servers.search.load import load_corpus
+from servers.sql import environment as sql_environment
+from servers.sql.load import load
+from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
+from tests.pg_cluster import PgCluster, pg_cluster
+from tests.support import LiveServer, live_server
+
+READER = "reader"
+SLEEPING = "SELECT pg_sleep(30)"
+
+
+def record(request: pytest.FixtureRequest, name: str, value: float) -> None:
+    """Keep a figure with the test's report (``-o junit_family=legacy --junitxml=...`` writes it out)."""
+    request.node.user_properties.append((name, value))
+
+
+def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0) -> float:
+    """Poll ``condition`` until it holds (bounded); how long it took."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+@dataclass
+class Answer:
+    error: bool
+    text: str
+    code: str | None
+    data: Any
+
+
+def mcp(server: LiveServer, tool: str, arguments: dict[str, Any], *, episode: str | None = None) -> Answer:
+    """One tools/call through the official SDK client, over Streamable HTTP."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call() -> Answer:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(headers={"X-Episode-Id": episode} if episode else {}) as http:
+                transport = streamable_http_client(server.mcp_url, http_client=http)
+                async with Client(transport) as client:
+                    result = await client.call_tool(tool, arguments)
+        text = getattr(result.content[0], "text", "") if result.content else ""
+        code = (result.meta or {}).get("openenv-mcp/error")
+        return Answer(result.is_error, text, code, result.structured_content)
+
+    return anyio.run(call)
+
+
+def ready(server: LiveServer) -> httpx.Response:
+    return httpx.get(f"{server.url}/readyz", timeout=30)
+
+
+def calls(server: LiveServer, tool: str, outcome: str) -> int:
+    """How many calls of ``tool`` ended with ``outcome``, from the server's own /metrics."""
+    metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+    pattern = rf'^openenv_tool_calls_total\{{(?=[^}}]*tool="{tool}")(?=[^}}]*outcome="{outcome}")[^}}]*\}} (\S+)$'
+    found = re.search(pattern, metrics, re.MULTILINE)
+    return int(float(found.group(1))) if found else 0
+
+
+# PostgreSQL: sql and search in prod ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PgCluster]:
+    with pg_cluster() as running:
+        load(running.url("shop"), create=True, reader=READER)
+        with psycopg.connect(running.url(), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE search")
+        load_corpus(running.url("search"), grant=READER)
+        yield running
+
+
+def in_flight(cluster: PgCluster, query: str) -> bool:
+    with psycopg.connect(cluster.url(), autocommit=True, connect_timeout=5) as admin:
+        row = admin.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE query = %s", (query,)).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.prod
+@pytest.mark.parametrize("how", ["fast", "immediate"])
+def test_postgres_stopped_mid_run_is_reported_and_recovered_from_without_a_restart(
+    cluster: PgCluster, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, how: str
+) -> None:
+    assert cluster.running()
+    monkeypatch.setenv("SQL_DATABASE_URL", cluster.url("shop", user=READER))
+    monkeypatch.setenv("SQL_STATEMENT_TIMEOUT_MS", "60000")
+    monkeypatch.setenv("SEARCH_DATABASE_URL", cluster.url("search", user=READER))
+    where = f"PostgreSQL at postgresql+psycopg://{READER}@127.0.0.1:{cluster.port}"
+    with live_server(sql_environment, mode="prod") as sql, live_server(search_environment, mode="prod") as search:
+        assert ready(sql).status_code == ready(search).status_code == 200
+        assert mcp(sql, "run_query", {"sql": "SELECT COUNT(*) FROM orders"}).data["rows"] == [[300]]
+        assert not mcp(search, "fetch", {"doc_id": "doc-0001"}).error  # both pools now hold a connection
+
+        # a query is running when PostgreSQL goes away
+        answers: list[Answer] = []
+        sleeper = threading.Thread(target=lambda: answers.append(mcp(sql, "run_query", {"sql": SLEEPING})))
+        sleeper.start()
+        try:
+            wait_for(lambda: in_flight(cluster, SLEEPING), "the query to run on PostgreSQL")
+            cluster.stop(how)  # type: ignore[arg-type]
+            stopped = time.monotonic()
+        finally:
+            sleeper.join(timeout=30)
+        [cut] = answers
+        assert cut.error and cut.code == "backend_unavailable" and cut.text.startswith(where), cut
+        record(request, "in_flight_call_answered_after_seconds", round(time.monotonic() - stopped, 2))
+
+        for server, name in ((sql, "sql"), (search, "search")):
+            down = ready(server)
+            assert down.status_code == 503, down.text
+            reason = down.json()["backends"][name]
+            assert reason.startswith(where) and "unavailable" in reason, reason
+            assert down.json()["error"]["code"] == "backend_unavailable"
+        record(request, "unready_within_seconds", round(time.monotonic() - stopped, 2))
+        for server, tool, arguments in (
+            (sql, "list_tables", {}),
+            (sql, "run_query", {"sql": "SELECT 1"}),
+            (search, "search", {"query": "velmora"}),
+            (search, "fetch", {"doc_id": "doc-0001"}),
+        ):
+            failed = mcp(server, tool, arguments)
+            assert failed.error and failed.code == "backend_unavailable", (tool, failed)
+            assert failed.text.startswith(where) and "unavailable" in failed.text, failed.text
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200  # alive, only not ready
+
+        cluster.start()
+        restarted = time.monotonic()
+        wait_for(lambda: ready(sql).status_code == 200 and ready(search).status_code == 200, "readiness again")
+        record(request, "ready_again_within_seconds", round(time.monotonic() - restarted, 2))
+        assert mcp(sql, "run_query", {"sql": "SELECT COUNT(*) FROM orders"}).data["rows"] == [[300]]
+        assert mcp(search, "fetch", {"doc_id": "doc-0001"}).data["doc_id"] == "doc-0001"
+        # the same processes served before, during and after: recovered, not restarted
+        assert calls(sql, "run_query", "backend_unavailable") == 2 and calls(sql, "run_query", "ok") == 2
+        assert calls(search, "fetch", "backend_unavailable") == 1 and calls(search, "fetch", "ok") == 2
+
+
+# SMTP and IMAP: email in prod -------------------------------------------------------------------------------
+
+
+def restart_dovecot(imap: Dovecot) -> None:
+    """Start Dovecot again on the same port, configuration and maildir (what a restart of the service does)."""
+    command = [_dovecot_binary(), "-F", "-c", str(imap.root / "dovecot.conf")]
+    with (imap.root / "stderr.log").open("ab") as log:
+        imap.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+    _wait_for_port(imap, None)
+
+
+def restart_smtp(smtp: SmtpServer) -> None:
+    """Listen again on the same port, recording into the same list (stopped by the fixture, like the first)."""
+    controller = Controller(_Recorder(smtp), hostname=smtp.host, port=smtp.port, ready_timeout=10)
+    controller.start()
+    smtp._controller = controller
+
+
+@pytest.mark.prod
+def test_the_mail_servers_going_away_mid_run_is_reported_and_recovered_from(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    with dovecot() as imap, smtp_server() as smtp:
+        for name, value in {
+            "EMAIL_FROM_ADDRESS": imap.user,
+            "EMAIL_SMTP_HOST": smtp.host,
+            "EMAIL_SMTP_PORT": str(smtp.port),
+            "EMAIL_SMTP_SECURITY": "none",
+            "EMAIL_IMAP_HOST": imap.host,
+            "EMAIL_IMAP_PORT": str(imap.port),
+            "EMAIL_IMAP_SECURITY": "none",
+            "EMAIL_IMAP_USERNAME": imap.user,
+            "EMAIL_IMAP_PASSWORD": imap.password,
+            "EMAIL_TIMEOUT": "3",
+        }.items():
+            monkeypatch.setenv(name, value)
+        with live_server(email_environment, mode="prod") as server:
+            assert ready(server).status_code == 200
+            assert mcp(server, "list_emails", {"limit": 1}).data["matched"] == 38  # the IMAP pool holds a connection
+            note = {"to": ["ana@example.com"], "subject": "before", "body": "b"}
+            assert not mcp(server, "send_email", note).error
+            smtp.wait_for(1)
+
+            imap.stop()
+            smtp.stop()
+            stopped = time.monotonic()
+            down = ready(server)
+            assert down.status_code == 503
+            reason = down.json()["backends"]["email"]
+            assert f"IMAP at 127.0.0.1:{imap.port} is unavailable" in reason
+            assert f"SMTP at 127.0.0.1:{smtp.port} is unavailable" in reason
+            record(request, "unready_within_seconds", round(time.monotonic() - stopped, 2))
+            read = mcp(server, "list_emails", {"limit": 1})
+            assert read.error and read.code == "backend_unavailable" and "IMAP at 127.0.0.1" in read.text, read
+            sent = mcp(server, "send_email", {**note, "subject": "while down"})
+            assert sent.error and sent.code == "backend_unavailable" and "SMTP at 127.0.0.1" in sent.text, sent
+
+            restart_dovecot(imap)
+            restart_smtp(smtp)
+            restarted = time.monotonic()
+            wait_for(lambda: ready(server).status_code == 200, "readiness again")
+            record(request, "ready_again_within_seconds", round(time.monotonic() - restarted, 2))
+            assert mcp(server, "list_emails", {"limit": 1}).data["matched"] == 38  # the same mailbox, read again
+            assert not mcp(server, "send_email", {**note, "subject": "after"}).error
+            assert [r.message["Subject"] for r in smtp.wait_for(2)] == ["before", "after"]  # nothing sent twice
+            assert calls(server, "send_email", "backend_unavailable") == 1 and calls(server, "send_email", "ok") == 2
+
+
+# clients that vanish mid-call ---------------------------------------------------------------------------------
+
+RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT COUNT(*) FROM c"
+
+
+@pytest.fixture
+def reaped_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+    monkeypatch.setenv("SQL_STATEMENT_TIMEOUT_MS", "1500")
+    with live_server(sql_environment, mode="sim", idle_timeout=1.0, reap_interval=0.2) as server:
+        yield server
+
+
+def server_tasks(server: LiveServer) -> int:
+    """The asyncio tasks alive on the server's event loop (the reaper's loop is uvicorn's)."""
+    reaper = server.runtime._reaper
+    assert reaper is not None
+
+    async def count() -> int:
+        return len(asyncio.all_tasks())
+
+    return asyncio.run_coroutine_threadsafe(count(), reaper.get_loop()).result(timeout=10)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))  # the server runs in this process
+
+
+def busy(server: LiveServer) -> bool:
+    return any(e.lock.locked() for e in list(server.runtime.episodes._episodes.values()))
+
+
+def test_clients_that_vanish_mid_call_leave_no_task_handle_or_episode_behind(
+    reaped_server: LiveServer, request: pytest.FixtureRequest
+) -> None:
+    server = reaped_server
+    ws_url = server.url.replace("http://", "ws://") + "/ws"
+    step = {"action": {"tool": "run_query", "arguments": {"sql": RUNAWAY}}}
+    # once through each door first: what is created on first use (the MCP task group, pools) is not a leak
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        warm = http.post("/reset", json={"seed": 1}).json()["episode_id"]
+        assert http.delete(f"/episodes/{warm}").status_code == 200
+    assert not mcp(server, "list_tables", {}).error
+    with connect(ws_url, open_timeout=10) as socket:
+        socket.send('{"op": "reset"}')
+        assert '"ok":true' in socket.recv(timeout=10)
+    wait_for(lambda: len(server.runtime.episodes) == 1, "the WebSocket episode to close")  # 1: MCP's default
+    tasks, fds = server_tasks(server), open_fds()
+
+    # HTTP: the client gives up during a slow step; the step ends, the episode stays until reaped
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        episode = http.post("/reset", json={"seed": 2}).json()["episode_id"]
+        with pytest.raises(httpx.ReadTimeout):
+            http.post("/step", headers={"X-Episode-Id": episode}, json=step, timeout=0.3)
+    assert episode in server.runtime.episodes
+    wait_for(lambda: not busy(server), "the abandoned step to end", timeout=10)
+    assert episode in server.runtime.episodes  # nobody closed it: the reaper will
+    took = wait_for(lambda: episode not in server.runtime.episodes, "the reaper to free it", timeout=10)
+    record(request, "http_episode_reaped_within_seconds", round(took, 2))
+
+    # MCP: the client is cancelled during the call and its connection dropped
+    async def cancelled_call() -> None:
+        from mcp import Client
+
+        with anyio.move_on_after(0.3):
+            async with Client(server.mcp_url) as client:
+                await client.call_tool("run_query", {"sql": RUNAWAY})
+        raise AssertionError("the call should have been cut off")  # pragma: no cover
+
+    with pytest.raises(AssertionError, match="cut off"):
+        anyio.run(cancelled_call)
+    wait_for(lambda: not busy(server), "the abandoned MCP call to end", timeout=10)
+
+    # WebSocket: the connection drops during a step; its episode is closed
+    with connect(ws_url, open_timeout=10, close_timeout=1) as socket:
+        socket.send('{"op": "reset", "seed": 3}')
+        assert '"ok":true' in socket.recv(timeout=10)
+        opened = set(server.runtime.episodes._episodes) - {"default"}
+        socket.send(json.dumps({"op": "step", **step}))
+        wait_for(lambda: busy(server), "the WebSocket step to start")
+        socket.socket.shutdown(SHUT_RDWR)  # no close frame: the client is simply gone
+    took = wait_for(lambda: not opened & set(server.runtime.episodes._episodes), "the WebSocket episode to close")
+    record(request, "ws_episode_closed_within_seconds", round(took, 2))
+
+    wait_for(lambda: server_tasks(server) <= tasks, f"the server's tasks back to {tasks}", timeout=10)
+    wait_for(lambda: open_fds() <= fds, f"open file handles back to {fds}", timeout=10)
+    assert set(server.runtime.episodes._episodes) <= {"default"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="mcp_adapter.py now passes session_idle_timeout (OPENENV_IDLE_TIMEOUT) to the SDK, yet a 2025-era "
+    "session whose client vanished still keeps its 2 server tasks after 15 s: the SDK counts a request in flight "
+    "(an open GET stream, it seems) as activity; not solved yet",
+)
+def test_an_mcp_session_whose_client_vanished_is_closed_when_idle(reaped_server: LiveServer) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = reaped_server  # OPENENV_IDLE_TIMEOUT=1
+    assert not mcp(server, "list_tables", {}).error
+    tasks = server_tasks(server)
+
+    async def vanish() -> None:
+        async with httpx2.AsyncClient() as http:
+            with anyio.move_on_after(0.3):
+                async with Client(streamable_http_client(server.mcp_url, http_client=http), mode="legacy") as client:
+                    await client.call_tool("run_query", {"sql": RUNAWAY})
+
+    anyio.run(vanish)
+    wait_for(lambda: not busy(server), "the abandoned call to end", timeout=10)
+    wait_for(lambda: server_tasks(server) <= tasks, f"the server's tasks back to {tasks}", timeout=4)
+
+
+# the reaper itself ----------------------------------------------------------------------------------------------
+
+
+class _Backend:
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.closed = False
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        self.closed = True
+        if self.fail:
+            raise OSError("the sandbox's files could not be removed")
+
+
+@pytest.mark.anyio
+async def test_a_backend_that_fails_to_close_does_not_stop_the_reaper(caplog: pytest.LogCaptureFixture) -> None:
+    table = EpisodeTable(capacity=10, idle_timeout=0.05)
+    task = Task(id="t", split="train", prompt="p")
+    backends = [_Backend(fail=True), _Backend(fail=False)]
+    for backend in backends:
+        await table.open(task, 0, functools.partial(_ready, backend), max_steps=5)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(table.reap_forever, 0.02)
+            while len(table):
+                await anyio.sleep(0.02)
+            late = _Backend(fail=False)  # and it keeps sweeping afterwards
+            await table.open(task, 0, lambda: _ready(late), max_steps=5)
+            while len(table):
+                await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+    assert all(b.closed for b in [*backends, late])
+    assert "its backend failed to close" in caplog.text
+
+
+async def _ready(backend: _Backend) -> _Backend:
+    return backend
