@@ -1,4 +1,4 @@
-"""The result rows: the table printed at the end and the JSON written to bench/results/latest.json."""
+"""The result rows: the table printed at the end and the JSON written to ``bench/results/``."""
 
 from __future__ import annotations
 
@@ -7,51 +7,77 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Check = Literal["ratio", "absolute"]
+# How a checked row passes: its ratio at most / at least the limit, or its own value at most / at least it.
+Check = Literal["ratio<=", "ratio>=", "value<=", "value>="]
 
 
 @dataclass(frozen=True)
 class Row:
-    """One metric: ours against a baseline (or alone); checked when ``limit`` is set, else informational."""
+    """One figure of ours, next to its baseline (when it has one); checked when ``limit`` is set."""
 
+    section: str
     metric: str
-    ours_ms: float
-    baseline_ms: float | None = None
+    ours: float
+    unit: str
+    baseline: str = ""  # which baseline the ratio is to
+    baseline_value: float | None = None
     limit: float | None = None
-    check: Check = "ratio"
-    baseline: str = ""
-    paired_ratio: float | None = None  # median over rounds of ours/baseline, when measured in rounds
+    check: Check = "ratio<="
+    paired_ratio: float | None = None  # median over rounds of ours/baseline, when both were measured in each round
+    note: str = ""
 
     @property
     def ratio(self) -> float | None:
         if self.paired_ratio is not None:
             return self.paired_ratio
-        return None if self.baseline_ms is None else self.ours_ms / self.baseline_ms
+        if self.baseline_value is None or self.baseline_value == 0:
+            return None
+        return self.ours / self.baseline_value
 
     @property
     def target(self) -> str:
         if self.limit is None:
             return "-"
-        return f"ratio <= {self.limit:g}" if self.check == "ratio" else f"<= {self.limit:g} ms"
+        what, op = self.check[:-2], self.check[-2:]
+        sign = "<=" if op == "<=" else ">="
+        return f"ratio {sign} {self.limit:g}" if what == "ratio" else f"{sign} {self.limit:g} {self.unit}"
 
     @property
     def verdict(self) -> str:
         if self.limit is None:
             return "info"
-        value = self.ratio if self.check == "ratio" else self.ours_ms
-        return "PASS" if value is not None and value <= self.limit else "FAIL"
+        value = self.ratio if self.check.startswith("ratio") else self.ours
+        if value is None:
+            return "FAIL"
+        ok = value <= self.limit if self.check.endswith("<=") else value >= self.limit
+        return "PASS" if ok else "FAIL"
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "ratio": self.ratio, "target": self.target, "result": self.verdict}
 
 
+def _number(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit in ("steps/s", "episodes"):
+        return f"{value:,.0f}"
+    if unit == "MB" or unit == "KB":
+        return f"{value:,.1f}"
+    if unit == "s":
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
 def table(rows: list[Row]) -> str:
-    header = ("metric", "ours ms", "baseline ms", "ratio", "target", "result")
+    header = ("section", "metric", "ours", "unit", "baseline", "base value", "ratio", "target", "result")
     body = [
         (
+            r.section,
             r.metric,
-            f"{r.ours_ms:.3f}",
-            "-" if r.baseline_ms is None else f"{r.baseline_ms:.3f}",
+            _number(r.ours, r.unit),
+            r.unit,
+            r.baseline or "-",
+            _number(r.baseline_value, r.unit),
             "-" if r.ratio is None else f"{r.ratio:.2f}",
             r.target,
             r.verdict,
@@ -59,13 +85,14 @@ def table(rows: list[Row]) -> str:
         for r in rows
     ]
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
+    left = {0, 1, 3, 4, 7}
     lines = [
         "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True))
-        )
+            cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
         for line in (header, *body)
     ]
-    lines.insert(1, "-" * len(lines[0]))
+    lines.insert(1, "-" * max(len(line) for line in lines))
     return "\n".join(lines)
 
 

@@ -1,33 +1,45 @@
-"""Start the servers under test as subprocesses on free ports, wait until they answer, and always stop them."""
+"""The servers under test: how each is started (a subprocess on a free port), waited for, measured and stopped.
+
+Ours are started the way users start them (``openenv-mcp serve NAME``; the trivial environment through the same
+``openenv_mcp.cli.main``, see ``bench/trivial.py``). The baselines are ``bench/baseline_*.py``. OpenEnv runs from the
+benchmark's own venv, ``bench/.venv-openenv``, made here on first use (``openenv-core`` from the package index, plus
+uvloop and httptools so that it is served like ours); it never enters the project's dependencies.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
-READY_TIMEOUT = 20.0
-STOP_TIMEOUT = 5.0
 HOST = "127.0.0.1"
-MAX_STEPS = 10**9  # one long episode per client: no step limit (default 20) inside a measured block
+READY_TIMEOUT = 90.0  # several servers start at once on 2 shared cores; the desktop one starts Xvfb
+STOP_TIMEOUT = 10.0
+MAX_STEPS = 10**9  # one long episode per client: no step limit inside a measured block
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+OPENENV_VENV = BENCH / ".venv-openenv"
+OPENENV_REQUIREMENTS = ("openenv-core==0.3.0", "uvloop", "httptools")
+TRAJECTORY_DIR = Path(tempfile.gettempdir()) / "openenv-mcp-bench"
 
 
 @dataclass
 class ServerSpec:
-    """How to start one server; it is ready once GET ``ready_path`` answers below 500."""
+    """How to start one server; it is ready once GET ``ready_path`` answers below 500 (stdio servers: never)."""
 
     name: str
     argv: list[str]
     ready_path: str
     env: dict[str, str] = field(default_factory=dict)
+    optional: bool = False  # when it does not start, its figures are reported as skipped (with why), not fatal
 
 
 @dataclass
@@ -36,16 +48,60 @@ class Server:
     port: int
     process: subprocess.Popen[bytes]
     log: Path
+    started_at: float
 
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
     def cpu_seconds(self) -> float:
         """User + system CPU time of the server process so far (Linux ``/proc``; 10 ms resolution)."""
-        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()  # fields from the 3rd on: utime and stime are the 14th, 15th
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _cpu_seconds(self.process.pid)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the server and every process under it (the desktop server's Xvfb and editors)."""
+        return sum(_rss_bytes(pid) for pid in [self.process.pid, *descendants(self.process.pid)])
+
+
+def _cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # fields from the 3rd on: utime and stime are the 14th, 15th
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process whose ancestry leads to ``pid``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop()
+        children = [child for child, parent in parents.items() if parent == current]
+        found += children
+        frontier += children
+    return found
 
 
 def free_port() -> int:
@@ -55,11 +111,38 @@ def free_port() -> int:
         return port
 
 
-def ours() -> ServerSpec:
-    """Our SQL server in sim mode, started by the installed CLI."""
+# what to start -------------------------------------------------------------------------------------
+
+
+def _ours_env(recording: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {"MODE": "sim", "OPENENV_MAX_STEPS": str(MAX_STEPS), "OPENENV_MAX_EPISODES": "20000"}
+    if recording:  # the shipped default records every step into SQLite; keep the file out of the repository
+        TRAJECTORY_DIR.mkdir(parents=True, exist_ok=True)
+        env["OPENENV_TRAJECTORIES"] = f"sqlite:///{TRAJECTORY_DIR / 'trajectories-{port}.db'}"
+    else:
+        env["OPENENV_TRAJECTORIES"] = "off"
+    return {**env, **(extra or {})}
+
+
+def ours(env_name: str, *, recording: bool = False, name: str | None = None, **extra: str) -> ServerSpec:
+    """A shipped environment in sim mode, started by the installed CLI."""
     cli = str(Path(sys.executable).parent / "openenv-mcp")
-    env = {"MODE": "sim", "OPENENV_MAX_STEPS": str(MAX_STEPS)}
-    return ServerSpec("ours", [cli, "serve", "sql", "--mode", "sim", "--port", "{port}"], "/readyz", env)
+    argv = [cli, "serve", env_name, "--mode", "sim", "--port", "{port}"]
+    optional = env_name == "desktop"  # needs Xvfb and Tk on the machine
+    return ServerSpec(name or f"ours-{env_name}", argv, "/readyz", _ours_env(recording, extra), optional)
+
+
+def ours_trivial(*, recording: bool = False, name: str | None = None, **extra: str) -> ServerSpec:
+    """The trivial environment (``bench/trivial.py``) through the same ``openenv-mcp serve`` code."""
+    argv = [sys.executable, "-m", "bench.trivial", "serve", "trivial", "--mode", "sim", "--port", "{port}"]
+    spec_name = name or ("ours-trivial-recording" if recording else "ours-trivial")
+    return ServerSpec(spec_name, argv, "/readyz", _ours_env(recording, extra))
+
+
+def ours_stdio_argv(env_name: str) -> list[str]:
+    if env_name == "trivial":
+        return [sys.executable, "-m", "bench.trivial", "serve", "trivial", "--transport", "stdio"]
+    return [str(Path(sys.executable).parent / "openenv-mcp"), "serve", env_name, "--transport", "stdio"]
 
 
 def bare_fastapi(tables: Sequence[str]) -> ServerSpec:
@@ -67,50 +150,109 @@ def bare_fastapi(tables: Sequence[str]) -> ServerSpec:
     return ServerSpec("bare-fastapi", argv, "/healthz")
 
 
-def bare_mcp(tables: Sequence[str], *, runner: str = "uvicorn", sse: bool = False) -> ServerSpec:
+def bare_mcp(tables: Sequence[str]) -> ServerSpec:
     argv = [sys.executable, "-m", "bench.baseline_mcp", "--port", "{port}", "--tables", ",".join(tables)]
-    argv += ["--runner", runner] + (["--sse"] if sse else [])
-    name = f"bare-mcp-{runner}-{'sse' if sse else 'json'}"
-    return ServerSpec(name, argv, "/")  # "/" is a plain 404: proves the app serves without opening an MCP session
+    return ServerSpec("bare-mcp", argv, "/")  # "/" is a plain 404: proves the app serves without an MCP session
 
 
-def _start(spec: ServerSpec, log_dir: Path) -> Server:
+def bare_mcp_stdio_argv(tables: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "bench.baseline_mcp", "--runner", "stdio", "--tables", ",".join(tables)]
+
+
+def openenv(tables: Sequence[str], python: Path) -> ServerSpec:
+    argv = [str(python), str(BENCH / "baseline_openenv.py"), "--port", "{port}", "--tables", ",".join(tables)]
+    return ServerSpec("openenv", argv, "/health", optional=True)
+
+
+# the OpenEnv venv ----------------------------------------------------------------------------------
+
+
+def openenv_python() -> tuple[Path | None, str]:
+    """The OpenEnv venv's python, made on first use; ``(None, why)`` when it cannot be made."""
+    python = OPENENV_VENV / "bin" / "python"
+    stamp = OPENENV_VENV / (".installed-" + "-".join(OPENENV_REQUIREMENTS).replace("=", "").replace("/", ""))
+    if python.exists() and stamp.exists():
+        return python, ""
+    print(
+        f"making {OPENENV_VENV.relative_to(ROOT)} ({', '.join(OPENENV_REQUIREMENTS)}; about a minute) ...", flush=True
+    )
+    base = getattr(sys, "_base_executable", sys.executable)
+    try:
+        if not python.exists():
+            subprocess.run([base, "-m", "venv", str(OPENENV_VENV)], check=True, capture_output=True, timeout=300)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, *OPENENV_REQUIREMENTS], check=True, capture_output=True, timeout=900)
+        subprocess.run([str(python), "-c", "import openenv.core, uvloop, httptools"], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        tail = detail.decode(errors="replace").strip().splitlines()[-3:] if isinstance(detail, bytes) else []
+        return None, f"could not install {' '.join(OPENENV_REQUIREMENTS)} into {OPENENV_VENV}: {exc} {' '.join(tail)}"
+    for old in OPENENV_VENV.glob(".installed-*"):
+        old.unlink()
+    stamp.touch()
+    return python, ""
+
+
+def openenv_version(python: Path) -> str:
+    done = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('openenv-core'))"],
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip() or "?"
+
+
+# start, wait, stop ----------------------------------------------------------------------------------
+
+
+def start(spec: ServerSpec, log_dir: Path) -> Server:
     port = free_port()
+    log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{spec.name}.log"
     argv = [arg.replace("{port}", str(port)) for arg in spec.argv]
+    env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in spec.env.items()}}
+    started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env={**os.environ, **spec.env}
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=ROOT
         )
-    return Server(spec, port, process, log)
+    return Server(spec, port, process, log, started)
 
 
-def _wait_ready(server: Server, deadline: float) -> None:
-    url = server.url + server.spec.ready_path
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"{server.spec.name} exited with {server.process.returncode}:\n{_tail(server.log)}")
-        try:
-            if httpx.get(url, timeout=1.0).status_code < 500:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{server.spec.name} not ready at {url} after {READY_TIMEOUT:g} s:\n{_tail(server.log)}")
-
-
-def _stop(server: Server) -> None:
-    if server.process.poll() is not None:
-        return
-    server.process.terminate()
+def answers(server: Server, timeout: float = 1.0) -> bool:
+    """One GET of the ready path over a fresh connection: True when it answers below 500."""
+    request = f"GET {server.spec.ready_path} HTTP/1.1\r\nHost: {HOST}:{server.port}\r\nConnection: close\r\n\r\n"
     try:
-        server.process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+        with socket.create_connection((HOST, server.port), timeout=timeout) as sock:
+            sock.sendall(request.encode())
+            head = sock.recv(64)
+    except OSError:
+        return False
+    return head.startswith(b"HTTP/1.1 ") and head[9:10] in b"1234"
 
 
-def _tail(log: Path, lines: int = 20) -> str:
+def wait_ready(server: Server, deadline: float, poll: float = 0.005) -> float:
+    """Wait until the server answers; return seconds since it was started."""
+    while time.monotonic() < deadline:
+        if answers(server):
+            return time.monotonic() - server.started_at
+        if server.process.poll() is not None:
+            raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n{tail(server.log)}")
+        time.sleep(poll)
+    raise RuntimeError(f"{server.name} not ready at {server.url}{server.spec.ready_path}:\n{tail(server.log)}")
+
+
+def stop(server: Server) -> None:
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+
+
+def tail(log: Path, lines: int = 20) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -118,17 +260,32 @@ def _tail(log: Path, lines: int = 20) -> str:
 
 
 @contextmanager
-def running(specs: Sequence[ServerSpec], log_dir: Path) -> Iterator[dict[str, Server]]:
-    """Start every server at once, wait for each (bounded), yield them by name, stop them all on the way out."""
-    log_dir.mkdir(parents=True, exist_ok=True)
+def running(
+    specs: Sequence[ServerSpec], log_dir: Path, skipped: dict[str, str] | None = None
+) -> Iterator[dict[str, Server]]:
+    """Start every server at once, wait for each (bounded), yield them by name, stop them all on the way out.
+
+    An optional server that does not start is left out, with the reason in ``skipped``; any other is fatal.
+    """
     servers: dict[str, Server] = {}
     try:
         for spec in specs:
-            servers[spec.name] = _start(spec, log_dir)
+            servers[spec.name] = start(spec, log_dir)
         deadline = time.monotonic() + READY_TIMEOUT
-        for server in servers.values():
-            _wait_ready(server, deadline)
+        for name, server in list(servers.items()):
+            try:
+                wait_ready(server, deadline, poll=0.05)
+            except RuntimeError as exc:
+                if not server.spec.optional or skipped is None:
+                    raise
+                stop(server)
+                del servers[name]
+                skipped[name] = str(exc).strip().splitlines()[0] + " (log: " + str(server.log) + ")"
         yield servers
     finally:
         for server in servers.values():
-            _stop(server)
+            stop(server)
+
+
+def clean_trajectories() -> None:
+    shutil.rmtree(TRAJECTORY_DIR, ignore_errors=True)

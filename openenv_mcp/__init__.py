@@ -1,6 +1,7 @@
 """openenv-mcp: MCP tool servers that run the same tools in training (sim) and production (prod)."""
 
-from openenv_mcp.client import AsyncEnvClient, EnvClient
+from typing import TYPE_CHECKING, Any
+
 from openenv_mcp.environment import Environment, ProdService
 from openenv_mcp.errors import (
     BackendUnavailable,
@@ -22,6 +23,20 @@ from openenv_mcp.models import Action, EpisodeState, Observation, StepResult, Ta
 from openenv_mcp.settings import Settings
 from openenv_mcp.tasks import Grade, Task, TaskSet
 from openenv_mcp.tools import BoundCall, Tool, Toolbox
+
+if TYPE_CHECKING:
+    from openenv_mcp.client import AsyncEnvClient, EnvClient
+
+
+def __getattr__(name: str) -> Any:
+    # The clients (and httpx under them) load on first use: a server never needs them, and importing
+    # them cost about a quarter of a second of every server's start-up.
+    if name in ("AsyncEnvClient", "EnvClient"):
+        from openenv_mcp import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Action",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 __all__ = [
     "Action",
@@ -17,6 +17,7 @@ __all__ = [
     "ErrorDetail",
     "ImageBlock",
     "Observation",
+    "Readiness",
     "ResetRequest",
     "StepBatchRequest",
     "StepRequest",
@@ -24,7 +25,22 @@ __all__ = [
     "TaskInfo",
     "TaskList",
     "TextBlock",
+    "construct",
 ]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_setattr = object.__setattr__
+
+
+def construct(cls: type[ModelT], /, **values: Any) -> ModelT:
+    """An instance built from trusted, already valid values, with no validation: ``model_construct`` without its
+    per-field loop (defaults, aliases), several times cheaper on the step path. Pass every field."""
+    model = cls.__new__(cls)
+    _setattr(model, "__dict__", values)
+    _setattr(model, "__pydantic_fields_set__", set(values))
+    _setattr(model, "__pydantic_extra__", None)
+    _setattr(model, "__pydantic_private__", None)
+    return model
 
 
 class _Strict(BaseModel):
@@ -69,7 +85,7 @@ class ResetRequest(_Strict):
 
     task_id: str | None = None
     split: str | None = None
-    seed: int | None = None
+    seed: StrictInt | None = None  # strict: true is not a seed of 1, nor "7" of 7
 
 
 class Action(_Strict):
@@ -104,6 +120,14 @@ class ErrorBody(_Strict):
     """Every error the control plane answers with."""
 
     error: ErrorDetail
+
+
+class Readiness(_Strict):
+    """Answer of ``GET /readyz``: each backend's ping, ``"ok"`` or why it failed."""
+
+    status: Literal["ready", "unavailable"]
+    backends: dict[str, str]
+    error: ErrorDetail | None = None
 
 
 class BatchStep(_Strict):

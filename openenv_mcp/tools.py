@@ -37,7 +37,7 @@ from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_t
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from openenv_mcp.errors import InvalidToolArguments, ToolFailed, ToolNotFound
-from openenv_mcp.models import ContentBlock, ImageBlock, Observation, TextBlock
+from openenv_mcp.models import ContentBlock, ImageBlock, Observation, TextBlock, construct
 
 __all__ = ["BoundCall", "Image", "Tool", "Toolbox"]
 
@@ -46,6 +46,22 @@ MetadataT = TypeVar("MetadataT")
 ToolFn = Callable[..., Awaitable[Any]]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # json.dumps with these options, built once
+
+
+def _text_encoder() -> Callable[[Any], str]:
+    """``_TEXT.encode``, the same bytes, without its per-call Python wrapper: CPython's C encoder built once."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _TEXT.encode
+    try:  # markers=None: no cycle check (rendered values come out of pydantic, acyclic)
+        encoder = make(None, _TEXT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    except TypeError:  # another signature in another Python: keep the plain encoder
+        return _TEXT.encode
+    return lambda value: "".join(encoder(value, 0))
+
+
+_to_text = _text_encoder()
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
 
 
@@ -76,6 +92,7 @@ class Tool:
     output: TypeAdapter[Any]
     wraps_output: bool
     image: bool = False
+    takes_arguments: bool = True  # False: no parameters, so an empty call needs no validation
 
     def render(self, value: Any) -> Observation:
         """Turn the tool's return value into structured content plus its JSON text (after the image, if any)."""
@@ -85,15 +102,10 @@ class Tool:
                 raise TypeError(f"Tool {self.name!r} is declared to return an Image, got {type(value).__name__}")
             content.append(ImageBlock(data=base64.b64encode(value.data).decode("ascii"), mimeType=value.mime_type))
             value = value.metadata
-        dumped = self.output.dump_python(value, mode="json")
+        dumped = self.output.serializer.to_python(value, mode="json")  # dump_python, minus its wrapper
         structured = {"result": dumped} if self.wraps_output else dumped
-        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-        content.append(TextBlock.model_construct(type="text", text=text))
-        return Observation.model_construct(
-            content=content,
-            structured_content=structured,
-            is_error=False,
-        )
+        content.append(construct(TextBlock, type="text", text=_to_text(structured)))
+        return construct(Observation, content=content, structured_content=structured, is_error=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +124,9 @@ class BoundCall:
         try:
             value = await self.tool.fn(backend, **self.kwargs)
         except ToolFailed as exc:
-            return Observation.model_construct(
-                content=[TextBlock.model_construct(type="text", text=exc.message)],
+            return construct(
+                Observation,
+                content=[construct(TextBlock, type="text", text=exc.message)],
                 structured_content=None,
                 is_error=True,
             )
@@ -147,7 +160,9 @@ class Toolbox(Generic[BackendT]):
 
     def bind(self, name: str, arguments: Mapping[str, Any] | None) -> BoundCall:
         """Validate ``arguments`` against the tool's input schema (the one validation)."""
-        tool = self.get(name)
+        tool = self._tools.get(name) or self.get(name)
+        if not tool.takes_arguments and (arguments is None or (type(arguments) is dict and not arguments)):
+            return BoundCall(tool, {}, arguments or {})  # nothing to validate: an empty object always fits
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidToolArguments(
                 f"Arguments for tool {name!r} must be a JSON object, got {type(arguments).__name__}"
@@ -156,7 +171,7 @@ class Toolbox(Generic[BackendT]):
             parsed = tool.arguments.model_validate(arguments or {})
         except ValidationError as exc:
             raise InvalidToolArguments(_describe_errors(name, exc)) from None
-        return BoundCall(tool, {field: getattr(parsed, field) for field in type(parsed).model_fields}, arguments or {})
+        return BoundCall(tool, dict(parsed.__dict__), arguments or {})  # the fields (extra arguments are forbidden)
 
     @overload
     def tool(self, fn: ToolFn, /) -> ToolFn: ...
@@ -281,6 +296,7 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
         output=output,
         wraps_output=wraps,
         image=image,
+        takes_arguments=bool(fields),
     )
 
 
@@ -310,11 +326,21 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 def _describe_errors(tool: str, exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        where = _cut(".".join(str(part) for part in error["loc"]) or "(arguments)")
         if error["type"] == "extra_forbidden":
             problems.append(f"unexpected argument {where!r}")
         elif error["type"] == "missing":
             problems.append(f"missing required argument {where!r}")
         else:
-            problems.append(f"{where}: {error['msg']} (got {error.get('input')!r})")
+            problems.append(f"{where}: {error['msg']} (got {_cut(repr(error.get('input')))})")
+    if len(problems) > _MAX_PROBLEMS:
+        problems[_MAX_PROBLEMS:] = [f"and {len(problems) - _MAX_PROBLEMS} more problems"]
     return f"Invalid arguments for tool {tool!r}: " + "; ".join(problems) + ". Check the tool's inputSchema."
+
+
+# An error names the bad values; it does not send a megabyte of them back (to a model's context, say).
+_MAX_PROBLEMS = 10
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

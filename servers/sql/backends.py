@@ -12,11 +12,13 @@ import datetime as dt
 import functools
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from importlib import resources
 from typing import Any, Protocol, TypeVar
 
+import anyio.to_thread
 from sqlalchemy import Connection, create_engine, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
@@ -110,13 +112,24 @@ def fixture_sql() -> str:
 
 
 @functools.cache
-def _template() -> bytes:
-    """The fixture loaded once into SQLite and serialized; each episode starts from a copy."""
-    conn = sqlite3.connect(":memory:")
+def _fixture() -> tuple[sqlite3.Connection, str | None]:
+    """The fixture, loaded once per process into a named in-memory database, and its URI.
+
+    SQLite's memdb VFS (3.36+) shares a database whose name starts with '/' between the connections
+    of a process: every episode opens its own read-only connection to this one copy (the data never
+    changes: writes are refused three times over), instead of deserializing a private ~110 KB copy.
+    The connection returned keeps the database alive. Small pages keep each connection's caches small.
+    An older SQLite has no shareable memdb: the URI is then None and each episode gets a private copy.
+    """
+    name = f"/openenv-mcp-sql-{uuid.uuid4().hex}"
+    try:
+        conn = sqlite3.connect(f"file:{name}?vfs=memdb", uri=True, check_same_thread=False)
+    except sqlite3.OperationalError:  # "no such vfs: memdb"
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        name = ""
+    conn.execute("PRAGMA page_size = 1024")
     conn.executescript(fixture_sql())
-    data = conn.serialize()
-    conn.close()
-    return data
+    return conn, f"file:{name}?vfs=memdb&mode=ro" if name else None
 
 
 # SQLite authorizer action codes allowed for queries; everything else is denied.
@@ -141,8 +154,18 @@ _SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name N
 
 
 def _fresh_sqlite() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    conn.deserialize(_template())
+    # Memory per episode (10,000 episodes must fit in 2 GB): no private copy of the data (see _fixture), page
+    # caches of two pages for the database and its TEMP schema (SQLAlchemy's inspector reads it) with reads
+    # served from the shared pages in place (mmap), and no prepared-statement cache.
+    shared, uri = _fixture()
+    if uri is None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, cached_statements=0)
+        conn.deserialize(shared.serialize())
+    else:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, cached_statements=0)
+    conn.execute("PRAGMA cache_size = 2")
+    conn.execute("PRAGMA temp.cache_size = 2")
+    conn.execute("PRAGMA mmap_size = 67108864")
     conn.execute("PRAGMA query_only = ON")
     conn.set_authorizer(_authorize)
     return conn
@@ -150,12 +173,12 @@ def _fresh_sqlite() -> sqlite3.Connection:
 
 @functools.cache
 def _sim_engine() -> Any:
-    # One engine for every episode; each connect() deserializes a fresh private database.
+    # One engine for every episode; each connect() opens a fresh read-only connection to the shared fixture.
     return create_engine("sqlite://", creator=_fresh_sqlite, poolclass=NullPool)
 
 
 class SqliteBackend:
-    """One episode's private in-memory copy of the fixture.
+    """One episode's own read-only connection to the fixture (one in-memory copy per process, see ``_fixture``).
 
     The connection comes from a SQLAlchemy engine (and ``describe`` uses its inspector, like prod);
     the per-step calls go straight to the sqlite3 cursor, which is several times cheaper.
@@ -183,7 +206,11 @@ class SqliteBackend:
         return self._run(lambda conn: _describe(conn, table, None))
 
     async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
-        return self._run(lambda conn: self._query(sql, limit or self._settings.max_rows))
+        # The agent's SQL runs in a worker thread: a runaway query must not stall every other episode
+        # (and /healthz) until its timeout. The episode's lock keeps one call at a time on this connection.
+        return await anyio.to_thread.run_sync(
+            self._run, lambda conn: self._query(sql, limit or self._settings.max_rows)
+        )
 
     def _query(self, sql: str, limit: int) -> QueryResult:
         cursor = self._raw.execute(single_read_statement(sql))
