@@ -20,6 +20,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
@@ -205,7 +206,19 @@ def build_app(runtime: Runtime) -> FastAPI:
         app.include_router(ors_router(runtime))  # ORS (the Open Reward Standard), sim only: docs/ors.md
 
     app.router.routes.extend(mcp_routes)
+    # Routes are tried in order and every path here is exact, so order changes speed, not meaning:
+    # the step routes first, FastAPI's documentation pages last.
+    docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+
+    def rank(route: BaseRoute) -> int:
+        path = getattr(route, "path", "")
+        return 0 if path in _HOT else 2 if path in docs else 1
+
+    app.router.routes.sort(key=rank)
     return app
+
+
+_HOT = ("/step", "/step_batch", "/mcp")
 
 
 def _require(episode_id: str | None) -> str:

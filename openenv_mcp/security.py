@@ -193,6 +193,9 @@ def _digest(token: str, where: str) -> bytes:
     return hashlib.sha256(token.encode("ascii")).digest()
 
 
+_HOST_CACHE = 1024
+
+
 class AccessPolicy:
     """The three checks, without ASGI: which Host, which Origin, which token."""
 
@@ -212,6 +215,7 @@ class AccessPolicy:
         self.tokens = tokens or Tokens()
         own = (hostname if hostname is not None else socket.gethostname()).strip().lower().rstrip(".")
         self.hostname = own or None
+        self._hosts_seen: dict[str, bool] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AccessPolicy:
@@ -236,6 +240,17 @@ class AccessPolicy:
     # the checks -------------------------------------------------------------------------------
 
     def host_allowed(self, host: str | None) -> bool:
+        # Every request asks this of its Host; the answer depends on the value alone, and a server sees few
+        # values, so they are remembered (at most _HOST_CACHE, so a flood of made-up names cannot grow it).
+        key = host or ""
+        known = self._hosts_seen.get(key)
+        if known is None:
+            known = self._host_allowed(host)
+            if len(self._hosts_seen) < _HOST_CACHE:
+                self._hosts_seen[key] = known
+        return known
+
+    def _host_allowed(self, host: str | None) -> bool:
         parts = _split(host) if host else None
         if parts is None:
             return any(rule.name == "*" for rule in self.hosts) and bool(host)
