@@ -27,7 +27,7 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
     prod_backend=PostgresBackend.open,
     grade=grade,
     prod_requires=("database_url",),
-    sim_summary="SQLite in memory: a private copy of the shipped fixture per episode",
+    sim_summary="SQLite in memory: one read-only copy of the shipped fixture per process, a connection per episode",
     prod_services=(
         ProdService(
             name="postgresql",
