@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
+from openenv_mcp.postgres import database_error, sqlstate, unavailable
 from servers.search.corpus import Record, corpus
 from servers.search.models import CollectionInfo, Document, Hit
 from servers.search.query import ParsedQuery
@@ -226,8 +227,6 @@ async def open_prod_backend(settings: SearchSettings) -> SearchBackend:
     return await PostgresSearchBackend.open(settings)
 
 
-# SQLSTATE classes that mean "the server is not there", not "your query is wrong".
-_UNAVAILABLE_CLASSES = ("08", "53", "57P")
 _UNDEFINED_TABLE = "42P01"
 TEXT_CONFIG = "english"
 
@@ -317,20 +316,11 @@ class PostgresSearchBackend:
                 result = await conn.execute(text(sql), params)
                 return list(result.all())
         except DBAPIError as exc:
-            state = getattr(exc.orig, "sqlstate", None)
-            if state == _UNDEFINED_TABLE:
+            if sqlstate(exc) == _UNDEFINED_TABLE:
                 raise BackendUnavailable(
                     f"PostgreSQL at {self._where} has no table {self._settings.table!r}: load the corpus with "
                     "'python -m servers.search.load URL' or set SEARCH_TABLE"
                 ) from None
-            if state is None or state.startswith(_UNAVAILABLE_CLASSES) or exc.connection_invalidated:
-                raise BackendUnavailable(
-                    f"PostgreSQL at {self._where} is unavailable: {_first_line(exc.orig)}"
-                ) from None
-            raise ToolFailed(f"Search error: {_first_line(exc.orig)}") from None
+            raise database_error(exc, where=self._where, query_error="Search error") from None
         except (OSError, SQLAlchemyError) as exc:
-            raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException | None) -> str:
-    return str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__
+            raise unavailable(self._where, exc) from None

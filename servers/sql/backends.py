@@ -25,7 +25,8 @@ from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from openenv_mcp.errors import BackendUnavailable, ConfigError, ToolFailed
+from openenv_mcp.errors import ConfigError, ToolFailed
+from openenv_mcp.postgres import database_error, unavailable
 from servers.sql.models import Cell, Column, ForeignKey, QueryResult, TableSchema
 from servers.sql.readonly import single_read_statement
 from servers.sql.settings import SqlSettings
@@ -243,9 +244,6 @@ class SqliteBackend:
 
 # prod: PostgreSQL ----------------------------------------------------------------------------
 
-# SQLSTATEs that mean "the server is not there", not "your query is wrong".
-_UNAVAILABLE_CLASSES = ("08", "53", "57P")
-
 
 class PostgresBackend:
     """A shared pool of read-only connections to a PostgreSQL database."""
@@ -294,15 +292,6 @@ class PostgresBackend:
             async with self._engine.connect() as conn:
                 return await conn.run_sync(work)
         except DBAPIError as exc:
-            state = getattr(exc.orig, "sqlstate", None)
-            if state is None or state.startswith(_UNAVAILABLE_CLASSES) or exc.connection_invalidated:
-                raise BackendUnavailable(
-                    f"PostgreSQL at {self._where} is unavailable: {_first_line(exc.orig)}"
-                ) from None
-            raise ToolFailed(f"SQL error: {_first_line(exc.orig)}") from None
+            raise database_error(exc, where=self._where, query_error="SQL error") from None
         except (OSError, SQLAlchemyError) as exc:
-            raise BackendUnavailable(f"PostgreSQL at {self._where} is unavailable: {_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException | None) -> str:
-    return str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__
+            raise unavailable(self._where, exc) from None
