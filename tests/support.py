@@ -108,3 +108,18 @@ def wait_http(url: str, *, timeout: float = 20.0) -> httpx.Response:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def record(request: pytest.FixtureRequest, name: str, value: float) -> None:
+    """Keep a figure with the test's report (``-o junit_family=legacy --junitxml=...`` writes it out)."""
+    request.node.user_properties.append((name, value))
+
+
+def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0) -> float:
+    """Poll ``condition`` until it holds (bounded); how long it took."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+    return time.monotonic() - started

@@ -23,7 +23,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from socket import SHUT_RDWR
 from typing import Any
@@ -44,25 +44,10 @@ from servers.sql import environment as sql_environment
 from servers.sql.load import load
 from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
 from tests.pg_cluster import PgCluster, pg_cluster
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, live_server, record, wait_for
 
 READER = "reader"
 SLEEPING = "SELECT pg_sleep(30)"
-
-
-def record(request: pytest.FixtureRequest, name: str, value: float) -> None:
-    """Keep a figure with the test's report (``-o junit_family=legacy --junitxml=...`` writes it out)."""
-    request.node.user_properties.append((name, value))
-
-
-def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0) -> float:
-    """Poll ``condition`` until it holds (bounded); how long it took."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 @dataclass

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ import pytest
 from websockets.sync.client import connect
 
 from servers.sql import environment as sql_environment
-from tests.support import LiveServer, free_port, live_server, wait_http
+from tests.support import LiveServer, free_port, live_server, record, wait_for, wait_http
 
 EPISODES = 1_000
 STEPS_ONE_BY_ONE = 1
@@ -48,21 +48,6 @@ QUERIES = [
     "GROUP BY c.customer_id ORDER BY 2 DESC, 1 LIMIT 5",
 ]
 MIB = 1024 * 1024
-
-
-def record(request: pytest.FixtureRequest, name: str, value: float) -> None:
-    """Keep a figure with the test's report (``-o junit_family=legacy --junitxml=...`` writes it out)."""
-    request.node.user_properties.append((name, value))
-
-
-def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 15.0) -> float:
-    """Poll ``condition`` until it holds (bounded); how long it took."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 # a server in a process of its own -------------------------------------------------------------------------
@@ -228,8 +213,10 @@ def test_a_thousand_concurrent_episodes_run_without_error_and_leave_nothing_behi
             assert server.open_episodes() == 0
             # Back near the baseline: at least two thirds of what the round added given back to the OS.
             allowed = baseline_rss + max(8 * MIB, (peak.peak - baseline_rss) // 3)
-            wait_for(functools.partial(rss_at_most, server, allowed), f"RSS back under {allowed / MIB:.0f} MiB")
-            wait_for(lambda: server.fds() <= baseline_fds + 2, f"file handles back to {baseline_fds}")
+            wait_for(
+                functools.partial(rss_at_most, server, allowed), f"RSS back under {allowed / MIB:.0f} MiB", timeout=15
+            )
+            wait_for(lambda: server.fds() <= baseline_fds + 2, f"file handles back to {baseline_fds}", timeout=15)
             afters.append(server.rss())
             record(request, f"round{n + 1}_seconds", round(done.seconds, 1))
             record(request, f"round{n + 1}_steps", done.steps)
@@ -259,7 +246,7 @@ def test_a_runaway_query_does_not_stall_the_other_episodes(monkeypatch: pytest.M
         thread = threading.Thread(target=runaway)
         thread.start()
         try:
-            wait_for(slow.lock.locked, "the runaway query to start")
+            wait_for(slow.lock.locked, "the runaway query to start", timeout=15)
             assert http.get("/healthz").status_code == 200
             other = http.post(
                 "/step",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import socket
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ class ProviderError(OpenEnvError):
     status = 500
 
 
-class Provider:
+class Provider(abc.ABC):
     """A server somewhere: ``start()`` returns its URL once ready, ``stop()`` removes it.
 
     As a context manager it starts the server and yields an :class:`EnvClient` (``with``) or an
@@ -44,13 +45,13 @@ class Provider:
             raise ProviderError(f"{self!r} is not started: call start() or enter it with 'with'")
         return self._url
 
+    @abc.abstractmethod
     def start(self) -> str:
         """Start the server and wait until it is ready; its base URL."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stop(self) -> None:
         """Stop and remove what :meth:`start` started; safe to call twice or after a failed start."""
-        raise NotImplementedError
 
     async def astart(self) -> str:
         return await anyio.to_thread.run_sync(self.start)
