@@ -16,7 +16,7 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
-from openenv_mcp.atropos import OpenEnvMCPEnv, OpenEnvMCPEnvConfig
+from openenv_mcp.training.atropos import OpenEnvMCPEnv, OpenEnvMCPEnvConfig
 
 MODEL = "Qwen/Qwen3-1.7B"  # the policy: served by vLLM or SGLang (OpenAI-compatible), tokenized with its tokenizer
 

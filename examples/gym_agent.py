@@ -14,7 +14,7 @@ import json
 
 import gymnasium
 
-import openenv_mcp.gym  # noqa: F401  (registers "openenv_mcp/ToolEnv-v0")
+import openenv_mcp.training.gym  # noqa: F401  (registers "openenv_mcp/ToolEnv-v0")
 
 
 def main(url: str, episodes: int) -> None:

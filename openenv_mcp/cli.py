@@ -24,7 +24,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.trajectories.cli",
     "openenv_mcp.rollout.cli",
     "openenv_mcp.registry.cli",
-    "openenv_mcp.compose",
+    "openenv_mcp.deploy.compose",
 )
 
 

@@ -21,6 +21,7 @@ from jsonschema import Draft7Validator
 import openenv_mcp.catalog
 from openenv_mcp import Environment, RegistryError, Toolbox
 from openenv_mcp.cli import main
+from openenv_mcp.deploy.stacks import SERVER_LABEL, build_stack, dump_stack, shipped_servers
 from openenv_mcp.registry import (
     META_KEY,
     NAMESPACE,
@@ -35,14 +36,13 @@ from openenv_mcp.registry.entry import PUBLISHER_KEY
 from openenv_mcp.registry.generator import dump_document, short_description
 from openenv_mcp.registry.live import fetch_advertised
 from openenv_mcp.settings import Mode
-from openenv_mcp.stacks import SERVER_LABEL, build_stack, dump_stack, shipped_servers
 from servers.sql import environment as sql
 from servers.sql.backends import SqlBackend
 from servers.sql.models import QueryResult
-from tests.support import LiveServer, free_port, live_server
 
 # The compose files' own validation (compose-spec schema, Debian docker-compose), reused as is.
-from tests.test_stacks import _all_set, _run, _tool, _validator
+from tests.deploy.test_stacks import _all_set, _run, _tool, _validator
+from tests.support import LiveServer, free_port, live_server
 
 REGISTRY = Path(__file__).resolve().parents[1] / "registry"
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]

@@ -33,8 +33,8 @@ from openenv_mcp import EnvClient, OpenEnvError, Settings
 from openenv_mcp import security as security_module
 from openenv_mcp.app import build_app, build_runtime
 from openenv_mcp.cli import main
+from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.errors import ConfigError, Unauthorized
-from openenv_mcp.pool import EnvPool
 from openenv_mcp.rollout.server import discover
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.security import AccessPolicy, Tokens

@@ -139,8 +139,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _compose(args: argparse.Namespace) -> int:
+    from openenv_mcp.deploy.stacks import DEFAULT_IMAGE, build_stack, dump_stack
     from openenv_mcp.registry.lookup import Registry
-    from openenv_mcp.stacks import DEFAULT_IMAGE, build_stack, dump_stack
 
     names = Registry.load(args.dir).servers_for(args.tools)
     text = dump_stack(build_stack(names, args.mode, image=args.image or DEFAULT_IMAGE, bundle=not args.no_bundle))

@@ -255,7 +255,7 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
 
     With ``check``, write nothing and report every difference between the code and the files
     (a missing, changed or stale entry). Without ``names``, a registered server whose package
-    does not import is skipped (and named in the report), as :func:`openenv_mcp.stacks.shipped_servers`
+    does not import is skipped (and named in the report), as :func:`openenv_mcp.deploy.stacks.shipped_servers`
     does, and entries of servers no longer registered are stale: removed, or reported under ``check``.
 
     Raises:

@@ -1,6 +1,6 @@
 """The conformance check every server passes (in the spirit of Gymnasium's ``check_env``).
 
-    from openenv_mcp.conformance import check_environment
+    from openenv_mcp.authoring.conformance import check_environment
     check_environment(my_environment)   # raises ConformanceError listing every problem
 
 It drives the server through its HTTP door in sim mode, in process: declaration (tools,

@@ -14,8 +14,8 @@ block, normally or by an exception, closes the client and then stops what the pr
 ``start()``/``stop()`` (and ``url``) give the server without a client, e.g. for an ``EnvPool``.
 """
 
-from openenv_mcp.providers.base import Provider, ProviderError, free_port
-from openenv_mcp.providers.docker import ComposeService, DockerImage
-from openenv_mcp.providers.local import LocalServer
+from openenv_mcp.deploy.providers.base import Provider, ProviderError, free_port
+from openenv_mcp.deploy.providers.docker import ComposeService, DockerImage
+from openenv_mcp.deploy.providers.local import LocalServer
 
 __all__ = ["ComposeService", "DockerImage", "LocalServer", "Provider", "ProviderError", "free_port"]

@@ -1,7 +1,7 @@
 """A Gymnasium environment over a sim server's control plane (``pip install 'openenv-mcp[gym]'``).
 
     import gymnasium
-    import openenv_mcp.gym  # registers "openenv_mcp/ToolEnv-v0"
+    import openenv_mcp.training.gym  # registers "openenv_mcp/ToolEnv-v0"
 
     env = gymnasium.make("openenv_mcp/ToolEnv-v0", base_url="http://127.0.0.1:8000")
     observation, info = env.reset(seed=7)  # the task's prompt
@@ -184,4 +184,4 @@ def parse_action(action: str | Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 if ENV_ID not in gymnasium.registry:
-    gymnasium.register(id=ENV_ID, entry_point="openenv_mcp.gym:ToolEnv")
+    gymnasium.register(id=ENV_ID, entry_point="openenv_mcp.training.gym:ToolEnv")

@@ -2,7 +2,7 @@
 
     PROVISION_ADMIN_URL=postgresql://postgres:secret@postgres:5432/postgres \\
     PROVISION_READER_PASSWORD=hunter2 \\
-    python -m openenv_mcp.provision postgres --database sql --reader sql_reader \\
+    python -m openenv_mcp.deploy.provision postgres --database sql --reader sql_reader \\
         -- python -m servers.sql.load {url}
 
 Waits (bounded) for the server to accept connections, creates the database if it is missing,
@@ -101,7 +101,7 @@ def provision_postgres(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.provision", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.deploy.provision", description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=["postgres"], help="the service to provision")
     parser.add_argument("--database", required=True, help="database to create (if missing) and load")
     parser.add_argument("--reader", required=True, help="login role to create (or update) with SELECT only")

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from openenv_mcp.providers import LocalServer
-from openenv_mcp.provision import main, provision_postgres
+from openenv_mcp.deploy.providers import LocalServer
+from openenv_mcp.deploy.provision import main, provision_postgres
 from tests.support import PG_ADMIN_URL, require_service
 
 pytestmark = pytest.mark.prod

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.cli import main
-from openenv_mcp.compose import ComposeError, ComposeRunner, compose_file, find_compose
-from openenv_mcp.providers import LocalServer
+from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file, find_compose
+from openenv_mcp.deploy.providers import LocalServer
 from tests.fake_docker import NO_ENGINE, FakeDocker
 from tests.support import free_port, require_service
 
@@ -167,7 +167,7 @@ def test_the_runner_passes_its_variables_to_the_tool_and_keeps_the_rest(
 
 
 def test_a_missing_file_says_how_to_get_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("openenv_mcp.compose.COMPOSE_DIR", tmp_path)
+    monkeypatch.setattr("openenv_mcp.deploy.compose.COMPOSE_DIR", tmp_path)
     with pytest.raises(ComposeError, match="pass --file, or write one with 'openenv-mcp compose generate'"):
         compose_file("sim")
     with pytest.raises(ComposeError, match="Cannot read the compose file"):

@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from openenv_mcp import AsyncEnvClient, EnvClient
-from openenv_mcp.providers import ComposeService, DockerImage, LocalServer, ProviderError
-from openenv_mcp.stacks import SERVER_LABEL
+from openenv_mcp.deploy.providers import ComposeService, DockerImage, LocalServer, ProviderError
+from openenv_mcp.deploy.stacks import SERVER_LABEL
 from tests.fake_docker import FakeDocker
 from tests.support import free_port, require_service
 

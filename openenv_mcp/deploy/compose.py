@@ -26,13 +26,13 @@ from typing import Any
 import httpx
 import yaml
 
+from openenv_mcp.deploy.stacks import CONTAINER_PORT, SERVER_LABEL
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.settings import Mode
-from openenv_mcp.stacks import CONTAINER_PORT, SERVER_LABEL
 
 __all__ = ["ComposeError", "ComposeRunner", "add_commands", "compose_file", "find_compose"]
 
-COMPOSE_DIR = Path(__file__).resolve().parent.parent / "compose"
+COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 """``compose/`` of the checkout this package runs from (absent from an installed wheel)."""
 
 Which = Callable[[str], "str | None"]
@@ -317,8 +317,8 @@ def _config(args: argparse.Namespace) -> int:
 
 def generated_files(modes: Sequence[Mode] = ("sim", "prod")) -> dict[Path, str]:
     """The generated deployment files (compose stacks, Kubernetes manifests) as they should read today."""
-    from openenv_mcp.kube import build_manifests, dump_manifests
-    from openenv_mcp.stacks import build_stack, dump_stack, shipped_servers
+    from openenv_mcp.deploy.kube import build_manifests, dump_manifests
+    from openenv_mcp.deploy.stacks import build_stack, dump_stack, shipped_servers
 
     names = shipped_servers()
     files = {}

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import IO
 
-from openenv_mcp.providers.base import STOP_GRACE, Provider, ProviderError, free_port
+from openenv_mcp.deploy.providers.base import STOP_GRACE, Provider, ProviderError, free_port
 from openenv_mcp.settings import Mode
 
 __all__ = ["LocalServer"]

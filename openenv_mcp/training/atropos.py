@@ -1,6 +1,6 @@
 """An Atropos environment over a running openenv-mcp server (``pip install "openenv-mcp[atropos]"``).
 
-    python -m openenv_mcp.atropos serve --env.server_url http://127.0.0.1:8100 \\
+    python -m openenv_mcp.training.atropos serve --env.server_url http://127.0.0.1:8100 \\
         --env.tokenizer_name Qwen/Qwen3-1.7B --openai.base_url http://127.0.0.1:9001/v1 --openai.model_name ...
 
 How :class:`OpenEnvMCPEnv` maps Atropos' ``BaseEnv`` onto a sim server:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from openenv_mcp.compose import COMPOSE_DIR
-from openenv_mcp.kube import build_manifests, dump_manifests, resource_name
-from openenv_mcp.stacks import shipped_servers
+from openenv_mcp.deploy.compose import COMPOSE_DIR
+from openenv_mcp.deploy.kube import build_manifests, dump_manifests, resource_name
+from openenv_mcp.deploy.stacks import shipped_servers
 from tests.support import require_service
 
 FILES = [COMPOSE_DIR / "k8s" / "openenv-sim.yaml", COMPOSE_DIR / "k8s" / "openenv-prod.yaml"]

@@ -1,7 +1,7 @@
 """Atropos: our BaseEnv plays sql episodes through an OpenAI-compatible model and feeds the real Atropos API.
 
 The model is scripted (an OpenAI-compatible endpoint started here); the protocol is real: the env is
-``python -m openenv_mcp.atropos`` in Atropos' own CLI, it registers with ``run-api`` from atroposlib,
+``python -m openenv_mcp.training.atropos`` in Atropos' own CLI, it registers with ``run-api`` from atroposlib,
 calls the model through Atropos' server manager, and its scored groups are read back as a trainer
 reads them (``POST /register``, ``GET /batch``).
 
@@ -35,8 +35,8 @@ from servers.sql.tasks import SqlTask
 from tests.support import LiveServer, free_port, live_server, require_service
 from tests.test_rollout import reply, serve
 
-ROOT = Path(__file__).resolve().parents[1]
-INTEROP = Path(__file__).parent / "interop"
+ROOT = Path(__file__).resolve().parents[2]
+INTEROP = ROOT / "tests" / "interop"
 REQUIREMENTS = INTEROP / "atropos-requirements.txt"
 TOKENIZER = INTEROP / "atropos_tokenizer.py"
 VENV = ROOT / ".venv" / "atropos"
@@ -160,7 +160,7 @@ def tokenizer(atropos_python: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def env_config(tmp_path: Path, *, server: str, model: str, api: str, tokenizer: Path, **env: Any) -> Path:
-    """The YAML config of ``python -m openenv_mcp.atropos`` (Atropos' CLI takes ``--config``)."""
+    """The YAML config of ``python -m openenv_mcp.training.atropos`` (Atropos' CLI takes ``--config``)."""
     config = {
         "env": {
             "server_url": server,
@@ -179,7 +179,7 @@ def env_config(tmp_path: Path, *, server: str, model: str, api: str, tokenizer: 
 
 
 def run_env(python: Path, env: list[str], command: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
-    """Start an Atropos env (``env``: ``["-m", "openenv_mcp.atropos"]`` or a script) with a subcommand."""
+    """Start an Atropos env (``env``: ``["-m", "openenv_mcp.training.atropos"]`` or a script) with a subcommand."""
     with log.open("wb") as out:
         return subprocess.Popen(
             [str(python), *env, command, "--config", str(config)],
@@ -257,7 +257,7 @@ def test_scored_groups_reach_the_api_with_the_environment_rewards(
     # total_steps 1: the env stops once the trainer has taken two batches or two more wait in the queue
     config = env_config(tmp_path, server=sql_server.url, model=model_url, api=api, tokenizer=tokenizer, total_steps=1)
     log = tmp_path / "env.log"
-    env = run_env(atropos_python, ["-m", "openenv_mcp.atropos"], "serve", config, log)
+    env = run_env(atropos_python, ["-m", "openenv_mcp.training.atropos"], "serve", config, log)
     batches: list[list[dict[str, Any]]] = []
     deadline = time.monotonic() + 120
     while len(batches) < 2:
@@ -340,4 +340,4 @@ def test_the_example_evaluates_each_test_task_once(
 def test_only_the_atropos_module_imports_atroposlib() -> None:
     sources = [*(ROOT / "openenv_mcp").rglob("*.py"), *(ROOT / "servers").rglob("*.py")]
     importers = sorted(str(p.relative_to(ROOT)) for p in sources if "atroposlib" in p.read_text())
-    assert importers == ["openenv_mcp/atropos.py"]  # the project's venv need not hold it
+    assert importers == ["openenv_mcp/training/atropos.py"]  # the project's venv need not hold it

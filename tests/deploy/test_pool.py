@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 from openenv_mcp import EnvClient, EpisodeNotFound
+from openenv_mcp.deploy.pool import AsyncEnvPool, EnvPool, ReplicaUnavailable, resolve_addresses
+from openenv_mcp.deploy.providers import LocalServer
 from openenv_mcp.errors import ConfigError
-from openenv_mcp.pool import AsyncEnvPool, EnvPool, ReplicaUnavailable, resolve_addresses
-from openenv_mcp.providers import LocalServer
 from tests.support import free_port
 
 HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")

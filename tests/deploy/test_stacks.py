@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from openenv_mcp.compose import COMPOSE_DIR, generated_files
-from openenv_mcp.errors import ConfigError
-from openenv_mcp.stacks import (
+from openenv_mcp.deploy.compose import COMPOSE_DIR, generated_files
+from openenv_mcp.deploy.stacks import (
     CONTAINER_PORT,
     DEFAULT_IMAGE,
     SERVER_LABEL,
@@ -30,9 +29,10 @@ from openenv_mcp.stacks import (
     published_port,
     shipped_servers,
 )
+from openenv_mcp.errors import ConfigError
 from tests.support import require_service
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared" / "schemas" / "compose-spec.json"
 SIM = COMPOSE_DIR / "docker-compose.sim.yml"
 PROD = COMPOSE_DIR / "docker-compose.prod.yml"
@@ -140,7 +140,7 @@ def test_prod_bundles_postgresql_with_a_loader_and_a_read_only_role() -> None:
     assert services["sql"]["depends_on"] == ["sql-load"]
     loader = services["sql-load"]
     assert loader["image"] == services["sql"]["image"] == "registry.example/openenv-mcp:1"
-    assert loader["entrypoint"] == ["python", "-m", "openenv_mcp.provision"]
+    assert loader["entrypoint"] == ["python", "-m", "openenv_mcp.deploy.provision"]
     assert loader["command"] == [
         "postgres", "--database", "sql", "--reader", "sql_reader", "--", "python", "-m", "servers.sql.load", "{url}",
     ]  # fmt: skip

@@ -9,10 +9,10 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from openenv_mcp.compose import ComposeError, ComposeRunner, compose_file
-from openenv_mcp.providers.base import Provider, ProviderError
+from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file
+from openenv_mcp.deploy.providers.base import Provider, ProviderError
+from openenv_mcp.deploy.stacks import CONTAINER_PORT, SERVER_LABEL, port_variable
 from openenv_mcp.settings import Mode
-from openenv_mcp.stacks import CONTAINER_PORT, SERVER_LABEL, port_variable
 
 __all__ = ["ComposeService", "DockerImage"]
 

@@ -1,0 +1,2 @@
+"""Running servers beyond one process: compose files and images, Kubernetes manifests, providers that
+start servers, provisioning of prod services, and the client-side pool that spreads episodes over replicas."""
