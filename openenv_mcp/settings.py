@@ -61,9 +61,17 @@ class Settings(BaseSettings):
         default=None,
         description="File of accepted bearer tokens, one per line, re-read when it changes (for rotation)",
     )
-    trajectories: str = Field(
-        default="sqlite:///openenv-trajectories.db",
-        description="Where sim servers record every step: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or off",
+    trajectories: str | None = Field(
+        default=None,
+        description=(
+            "Where sim servers record every step: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or off; "
+            "unset: trajectories.db in the user's data directory ($XDG_DATA_HOME/openenv-mcp)"
+        ),
+    )
+    data_home: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("XDG_DATA_HOME", "OPENENV_DATA_HOME"),
+        description="The user's data directory (XDG); unset: ~/.local/share",
     )
     trajectories_queue: int = Field(
         default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it they are dropped and counted"
@@ -78,6 +86,18 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("OPENAI_API_KEY", "OPENENV_OPENAI_API_KEY"),
         description="API key for that endpoint",
     )
+
+    @property
+    def data_dir(self) -> Path:
+        """Where openenv-mcp keeps the user's data: ``$XDG_DATA_HOME/openenv-mcp``."""
+        return (self.data_home or Path.home() / ".local" / "share") / "openenv-mcp"
+
+    @property
+    def trajectories_url(self) -> str:
+        """The store sim servers record into: ``trajectories`` when set, else a file in :attr:`data_dir`."""
+        if self.trajectories is not None and self.trajectories.strip():
+            return self.trajectories.strip()
+        return f"sqlite:///{self.data_dir / 'trajectories.db'}"
 
 
 def load_settings(cls: type[SettingsT], *, required: tuple[str, ...] = (), **overrides: Any) -> SettingsT:

@@ -44,5 +44,5 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
 
 
 # Servers the tests start (in process or as `openenv-mcp serve`) record no trajectories unless a
-# test asks: the default would write openenv-trajectories.db into the working directory.
+# test asks: the default would write into the user data directory of whoever runs the suite.
 os.environ.setdefault("OPENENV_TRAJECTORIES", "off")

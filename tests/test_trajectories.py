@@ -364,3 +364,44 @@ def test_store_creates_its_tables_once(store_url: str) -> None:
         server="s", description="d", tools=[]
     )
     store.close()
+
+
+def _serve_with_default_store(tmp_path: Path, data_home: Path) -> tuple[Path, str]:
+    """``openenv-mcp serve sql`` started from an empty directory with OPENENV_TRAJECTORIES unset."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if k != "OPENENV_TRAJECTORIES"}
+    process = subprocess.Popen(
+        [*CLI, "serve", "sql", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=workdir,
+        env={**environ, "XDG_DATA_HOME": str(data_home), "MODE": "sim"},
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        with EnvClient(f"http://127.0.0.1:{port}") as env:
+            env.reset(seed=1)
+            assert not env.step("list_tables").observation.is_error
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode in (0, -signal.SIGTERM), stderr
+    return workdir, stderr
+
+
+def test_the_default_store_lives_in_the_user_data_directory_not_the_working_one(tmp_path: Path) -> None:
+    workdir, stderr = _serve_with_default_store(tmp_path, tmp_path / "data")
+    store = tmp_path / "data" / "openenv-mcp" / "trajectories.db"
+    assert f"Recording trajectories to sqlite:///{store}" in stderr
+    assert list(workdir.iterdir()) == []
+    assert [len(r["rewards"]) for r in iter_records(f"sqlite:///{store}")] == [1]
+
+
+def test_an_unwritable_default_location_is_a_warning_and_the_server_still_serves(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the data directory would go\n")
+    workdir, stderr = _serve_with_default_store(tmp_path, blocker / "data")
+    assert "Recording no trajectories" in stderr and "OPENENV_TRAJECTORIES" in stderr
+    assert list(workdir.iterdir()) == []

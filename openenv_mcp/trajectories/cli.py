@@ -32,8 +32,8 @@ def _export(args: argparse.Namespace) -> int:
     from openenv_mcp.settings import Settings, load_settings
     from openenv_mcp.trajectories.export import EpisodeFilter, export_jsonl
 
-    url = args.url or load_settings(Settings).trajectories
-    if url.strip().lower() in ("off", ""):
+    url = args.url or load_settings(Settings).trajectories_url
+    if url.lower() == "off":
         raise ConfigError("Trajectory recording is off (OPENENV_TRAJECTORIES=off); pass --url to read a store")
     where = EpisodeFilter(
         split=args.split,

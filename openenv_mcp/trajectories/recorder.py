@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from openenv_mcp.errors import BackendUnavailable
+from openenv_mcp.errors import BackendUnavailable, ConfigError
 from openenv_mcp.models import Observation
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class TrajectoryRecorder:
     """Records every reset, step and close of a sim server into a :class:`TrajectoryStore`.
 
     Args:
-        url: A SQLAlchemy URL (``sqlite:///openenv-trajectories.db``, ``postgresql://user@host/db``).
+        url: A SQLAlchemy URL (``sqlite:///trajectories.db``, ``postgresql://user@host/db``).
         server: The server's name, stored with each episode.
         description: The server's description (the exported system message).
         tools: The server's MCP tool list (name, description, inputSchema, ...).
@@ -90,6 +92,8 @@ class TrajectoryRecorder:
         batch_size: Steps that wake the writer before ``flush_interval`` is up.
         flush_interval: Seconds between writes when fewer than ``batch_size`` steps wait.
         registry: Where the recorder's Prometheus metrics go (the server's registry).
+        optional: The store is the default one, not one the user asked for: if it cannot be opened the
+            server logs a warning and records nothing, instead of refusing to start.
     """
 
     def __init__(
@@ -103,8 +107,11 @@ class TrajectoryRecorder:
         batch_size: int = 100,
         flush_interval: float = 0.5,
         registry: CollectorRegistry | None = None,
+        optional: bool = False,
     ) -> None:
         self.url = url
+        self.optional = optional
+        self.disabled = False
         self.server = server
         self.description = description
         self.tools = [dict(tool) for tool in tools]
@@ -139,8 +146,17 @@ class TrajectoryRecorder:
     @classmethod
     def for_runtime(cls, runtime: Runtime) -> TrajectoryRecorder | None:
         """The recorder ``runtime``'s settings ask for: ``None`` in prod or when ``OPENENV_TRAJECTORIES=off``."""
-        url = runtime.settings.trajectories.strip()
-        if not runtime.sim or url.lower() in ("off", ""):
+        settings = runtime.settings
+        url = settings.trajectories_url
+        if not runtime.sim or url.lower() == "off":
+            return None
+        default = settings.trajectories is None or not settings.trajectories.strip()
+        if default and not _usable_directory(settings.data_dir):
+            log.warning(
+                "Recording no trajectories: %s cannot be created or written; set OPENENV_TRAJECTORIES to a "
+                "writable sqlite:///FILE or URL, or to 'off' to silence this",
+                settings.data_dir,
+            )
             return None
         tools = [
             {
@@ -158,6 +174,7 @@ class TrajectoryRecorder:
             tools=tools,
             queue_size=runtime.settings.trajectories_queue,
             registry=runtime.metrics.registry,
+            optional=default,
         )
 
     @property
@@ -174,7 +191,15 @@ class TrajectoryRecorder:
             self._store.create()
             self._toolset = self._store.save_toolset(server=self.server, description=self.description, tools=self.tools)
 
-        await asyncio.to_thread(open_store)
+        try:
+            await asyncio.to_thread(open_store)
+        except ConfigError as exc:
+            if not self.optional:
+                raise
+            log.warning("Recording no trajectories: %s", exc)
+            self.disabled = True
+            return
+        log.info("Recording trajectories to %s (OPENENV_TRAJECTORIES=off records nothing)", self.url)
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="openenv-trajectories", daemon=True)
         self._thread.start()
@@ -191,9 +216,13 @@ class TrajectoryRecorder:
         self._store.close()
 
     def on_reset(self, episode: Episode, observation: Observation) -> None:
+        if self.disabled:
+            return
         self._open(episode)
 
     def on_step(self, episode: Episode, call: BoundCall, outcome: Outcome, seconds: float) -> None:
+        if self.disabled:
+            return
         uid = self._uids.get(episode) or self._open(episode)
         if self._enqueued_steps - self._written_steps >= self.queue_size:
             self.dropped.labels("queue_full").inc()
@@ -348,6 +377,15 @@ def _rows(events: list[_Event], server: str, toolset: str) -> dict[str, list[dic
         "marked": marked,
         "closed": closed,
     }
+
+
+def _usable_directory(path: Path) -> bool:
+    """Create ``path`` if needed; true when the server can write there."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
 
 
 def record_trajectories(runtime: Runtime) -> TrajectoryRecorder | None:

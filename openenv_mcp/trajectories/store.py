@@ -146,7 +146,7 @@ class TrajectoryStore:
         except (ArgumentError, ImportError, ValueError) as exc:
             raise ConfigError(
                 f"OPENENV_TRAJECTORIES is not a usable SQLAlchemy URL ({url!r}: {exc}); "
-                "use e.g. sqlite:///openenv-trajectories.db, postgresql://user@host/db, or 'off'"
+                "use e.g. sqlite:///trajectories.db, postgresql://user@host/db, or 'off'"
             ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
