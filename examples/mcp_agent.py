@@ -3,9 +3,11 @@
     scripts/serve &                                    # sql, sim mode, port 8000
     .venv/bin/python examples/mcp_agent.py http://127.0.0.1:8000
 
-The "agent" here is scripted (explore the schema, query, answer); swap in your model's
-tool-calling loop. In sim mode it first opens an episode over HTTP and sends its id as the
-X-Episode-Id header, so each tool result's _meta carries that episode's reward and done flag.
+Works in both modes (it asks /healthz which one it is talking to). The "agent" here is scripted
+(explore the schema, query, answer); swap in your model's tool-calling loop. In sim mode it first
+opens an episode over HTTP and sends its id as the X-Episode-Id header, so each tool result's _meta
+carries that episode's reward and done flag. In prod there are no episodes and no rewards: the same
+calls reach the real database.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from mcp.client.streamable_http import streamable_http_client
 
 
 async def main(base_url: str) -> None:
+    headers: dict[str, str] = {}
     async with httpx.AsyncClient(base_url=base_url) as control:
-        first = (await control.post("/reset", json={"task_id": "sql-001"})).json()
-    print("task:", first["observation"]["content"][0]["text"].splitlines()[0])
-
-    headers = {"X-Episode-Id": first["episode_id"]}
+        mode = (await control.get("/healthz")).json()["mode"]
+        print("mode:", mode)
+        if mode == "sim":
+            first = (await control.post("/reset", json={"task_id": "sql-001"})).json()
+            print("task:", first["observation"]["content"][0]["text"].splitlines()[0])
+            headers["X-Episode-Id"] = first["episode_id"]
     async with (
         httpx2.AsyncClient(headers=headers) as http,
         Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as agent,
@@ -37,10 +42,10 @@ async def main(base_url: str) -> None:
         print("customers:", ", ".join(c["name"] for c in columns.structured_content["columns"]))
         answer = await agent.call_tool("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})
         meta = answer.meta or {}
-        print(
-            f"answer: {answer.structured_content['rows']}  reward: {meta['openenv-mcp/reward']}"
-            f"  done: {meta['openenv-mcp/done']}"
-        )
+        print(f"answer: {answer.structured_content['rows']}", end="")
+        if mode == "sim":
+            print(f"  reward: {meta['openenv-mcp/reward']}  done: {meta['openenv-mcp/done']}", end="")
+        print()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,14 @@ def test_mcp_agent_earns_the_reward(sim_server: LiveServer) -> None:
     assert "reward: 1.0  done: True" in out
 
 
+@pytest.mark.prod
+def test_mcp_agent_runs_against_a_prod_server_too(prod_server: LiveServer) -> None:
+    out = run_example("mcp_agent.py", prod_server.url)
+    assert "mode: prod" in out
+    assert "tools: list_tables, describe_table, run_query, submit_answer" in out
+    assert "answer: [[" in out and "reward" not in out
+
+
 def test_trainer_loop_runs_concurrent_episodes(sim_server: LiveServer) -> None:
     out = run_example("trainer_loop.py", sim_server.url, "--episodes", "6", "--concurrency", "3")
     assert out.count("seed ") == 6
