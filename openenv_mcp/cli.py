@@ -23,6 +23,7 @@ __all__ = ["main"]
 _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.trajectories.cli",
     "openenv_mcp.rollout.cli",
+    "openenv_mcp.evaluation.cli",
     "openenv_mcp.registry.cli",
     "openenv_mcp.deploy.compose",
 )

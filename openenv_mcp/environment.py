@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -74,6 +74,9 @@ class Environment(Generic[BackendT, TaskT]):
         prod_services: The production services behind the tools (for the registry and compose).
         examples: A few valid tool calls ``(tool, arguments)`` that work on any task; the
             conformance check replays them for determinism and the benchmark times them.
+        solve: A reference solution: the tool calls ``(tool, arguments)`` that solve a task, which
+            ``--policy scripted`` plays (so ``rollout`` and ``eval`` show an environment's ceiling);
+            ``None`` when the environment has none to ship.
         max_steps: Steps after which an episode is done whatever the grade says.
         version: The server's version, as MCP ``serverInfo`` reports it.
     """
@@ -90,6 +93,7 @@ class Environment(Generic[BackendT, TaskT]):
     sim_summary: str = ""
     prod_services: tuple[ProdService, ...] = ()
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
+    solve: Callable[[TaskT], Sequence[tuple[str, dict[str, Any]]]] | None = None
     max_steps: int = 20
     version: str = "0.1.0"
 

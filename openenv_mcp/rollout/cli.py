@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["add_commands"]
+from openenv_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from openenv_mcp.rollout.runner import Policy
+    from openenv_mcp.rollout.server import ServerInfo
+
+__all__ = ["add_commands", "choose_policy", "scripted_for"]
 
 
 def add_commands(commands: Any) -> None:
@@ -25,8 +32,8 @@ def add_commands(commands: Any) -> None:
     rollout.add_argument(
         "--policy",
         default="scripted",
-        help="scripted (replay the environment's examples), openai (a chat model with tool calling), "
-        "or module:callable (your async policy)",
+        help="scripted (the environment's reference solution of each task, else its examples), "
+        "openai (a chat model with tool calling), or module:callable (your async policy)",
     )
     rollout.add_argument("--split", help="the split tasks are drawn from (default: the server's default)")
     rollout.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next get seed+1... (0)")
@@ -53,57 +60,62 @@ def _rollout(args: argparse.Namespace) -> int:
     return anyio.run(_main, args)
 
 
-async def _main(args: argparse.Namespace) -> int:
-    from contextlib import AsyncExitStack
+async def choose_policy(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> Policy | None:
+    """The policy ``--policy`` names, checked before any server is reached; ``None`` for ``scripted``,
+    which needs the server's name (see :func:`scripted_for`)."""
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy
 
+    if args.policy == "openai":
+        base_url = args.base_url or settings.openai_base_url
+        if not base_url or not args.model:
+            raise ConfigError("--policy openai needs --base-url (or OPENAI_BASE_URL) and --model")
+        secret = settings.openai_api_key
+        api_key = args.api_key or (secret.get_secret_value() if secret is not None else None)
+        openai = OpenAIPolicy(
+            base_url=base_url,
+            model=args.model,
+            api_key=api_key,
+            max_turns=args.max_turns,
+            temperature=args.temperature,
+        )
+        return await stack.enter_async_context(openai)
+    if args.policy == "scripted":
+        return None
+    return load_policy(args.policy)
+
+
+def scripted_for(server: ServerInfo) -> Policy:
+    """``--policy scripted`` for ``server``: the reference solutions shipped with its code."""
+    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.rollout.policies import environment_policy
+
+    try:
+        env = load_environment(server.name)
+    except ConfigError as exc:
+        raise ConfigError(f"--policy scripted plays the server's own solutions: {exc.message}") from None
+    return environment_policy(env)
+
+
+async def _main(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from openenv_mcp.catalog import load_environment
-    from openenv_mcp.errors import ConfigError
-    from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy, scripted_policy
-    from openenv_mcp.rollout.runner import EpisodeResult, Policy, run_rollouts
+    from openenv_mcp.rollout.runner import EpisodeResult, run_rollouts
     from openenv_mcp.rollout.server import ServerProcess, discover
-    from openenv_mcp.settings import Settings, load_settings
+    from openenv_mcp.settings import load_settings
 
     settings = load_settings(Settings)
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
     async with AsyncExitStack() as stack:
-        openai: OpenAIPolicy | None = None
-        if args.policy == "openai":
-            base_url = args.base_url or settings.openai_base_url
-            if not base_url or not args.model:
-                raise ConfigError("--policy openai needs --base-url (or OPENAI_BASE_URL) and --model")
-            secret = settings.openai_api_key
-            api_key = args.api_key or (secret.get_secret_value() if secret is not None else None)
-            openai = OpenAIPolicy(
-                base_url=base_url,
-                model=args.model,
-                api_key=api_key,
-                max_turns=args.max_turns,
-                temperature=args.temperature,
-            )
-            await stack.enter_async_context(openai)
-        elif args.policy != "scripted":
-            custom = load_policy(args.policy)
-
+        chosen = await choose_policy(args, settings, stack)
         url = args.server
         if not url.startswith(("http://", "https://")):
             load_environment(url)  # an unknown name fails here, listing the installed ones
             url = (await stack.enter_async_context(ServerProcess(args.server))).url
         server = await discover(url, token=token)
-        policy: Policy
-        if openai is not None:
-            policy = openai
-        elif args.policy == "scripted":
-            try:
-                env = load_environment(server.name)  # the examples live with the environment's code
-            except ConfigError as exc:
-                raise ConfigError(f"--policy scripted replays the server's examples: {exc.message}") from None
-            if not env.examples:
-                raise ConfigError(f"Server {server.name!r} declares no examples to replay; use another --policy")
-            policy = scripted_policy(env.examples)
-        else:
-            policy = custom
+        policy = chosen if chosen is not None else scripted_for(server)
 
         print(
             f"rollout: {server.name} at {url}, policy {args.policy}, {args.episodes} episodes, "

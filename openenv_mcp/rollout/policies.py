@@ -1,6 +1,7 @@
 """Policies for rollouts: a scripted replay, any OpenAI-compatible chat model, or a user's own callable.
 
-- :func:`scripted_policy` replays an environment's ``examples`` (tool, arguments) and stops.
+- :func:`scripted_policy` replays calls (tool, arguments) and stops; :func:`environment_policy` plays an
+  environment's reference solution of each task (``solve``), else its ``examples``.
 - :class:`OpenAIPolicy` runs a tool-calling chat loop: the server's MCP tools as OpenAI function
   schemas, the task as the user message, each returned tool call executed through ``/step`` and its
   observation appended as a ``tool`` message, until the episode is done, the model answers without
@@ -16,30 +17,58 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 
-from openenv_mcp.errors import ConfigError, EpisodeFinished, ToolError
+from openenv_mcp.environment import Environment
+from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolError
 from openenv_mcp.rollout.runner import Policy, PolicyError, RolloutEpisode
 from openenv_mcp.trajectories.chat import ChatMessage, tool_result_message
 
-__all__ = ["OpenAIPolicy", "load_policy", "scripted_policy"]
+__all__ = ["OpenAIPolicy", "environment_policy", "load_policy", "scripted_policy"]
 
 
-def scripted_policy(examples: Sequence[tuple[str, dict[str, Any]]]) -> Policy:
-    """A policy that calls each ``(tool, arguments)`` in turn, stopping early if the episode ends."""
+def scripted_policy(
+    examples: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    solution: Callable[[str], Sequence[tuple[str, dict[str, Any]]] | None] | None = None,
+) -> Policy:
+    """A policy that calls each ``(tool, arguments)`` in turn, stopping early if the episode ends.
+
+    Args:
+        examples: The calls to make on any task.
+        solution: Given the episode's task id, the calls that solve that task (``None``: play ``examples``).
+    """
     script = [(tool, dict(arguments)) for tool, arguments in examples]
 
     async def replay(episode: RolloutEpisode) -> None:
-        for tool, arguments in script:
+        calls = solution(episode.task_id) if solution is not None else None
+        for tool, arguments in calls if calls is not None else script:
             if episode.done:
                 return
-            await episode.step(tool, arguments)
+            await episode.step(tool, dict(arguments))
 
     return replay
+
+
+def environment_policy(env: Environment[Any, Any]) -> Policy:
+    """``--policy scripted`` for ``env``: its reference solution of each task, else its examples."""
+    if env.solve is None and not env.examples:
+        raise ConfigError(f"Server {env.name!r} declares no solutions or examples to replay; use another --policy")
+    if env.solve is None:
+        return scripted_policy(env.examples)
+    solve, tasks = env.solve, env.tasks()
+
+    def solution(task_id: str) -> Sequence[tuple[str, dict[str, Any]]] | None:
+        try:
+            return solve(tasks.get(task_id))
+        except OpenEnvError:
+            return None  # a task this copy of the environment does not know: play the examples
+
+    return scripted_policy(env.examples, solution=solution)
 
 
 class OpenAIPolicy:

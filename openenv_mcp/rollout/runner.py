@@ -14,7 +14,7 @@ import inspect
 import math
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,16 @@ from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
 from openenv_mcp.rollout.server import ServerInfo
 
-__all__ = ["EpisodeResult", "Policy", "PolicyError", "RolloutEpisode", "Summary", "run_rollouts"]
+__all__ = [
+    "EpisodeResult",
+    "Policy",
+    "PolicyError",
+    "Reset",
+    "RolloutEpisode",
+    "Summary",
+    "run_plan",
+    "run_rollouts",
+]
 
 
 class PolicyError(OpenEnvError):
@@ -169,6 +178,14 @@ class Summary:
         return "\n".join(text)
 
 
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """How one planned episode starts: a seed, and a task id (``None``: drawn from the split by the seed)."""
+
+    seed: int
+    task_id: str | None = None
+
+
 async def run_rollouts(
     url: str,
     policy: Policy,
@@ -191,6 +208,33 @@ async def run_rollouts(
         on_result: Called as each episode ends (a progress bar, say).
         token: The server's bearer token (``OPENENV_AUTH_TOKEN``), if it has one.
     """
+    plan = [Reset(seed + index) for index in range(episodes)]
+    return await run_plan(
+        url,
+        policy,
+        plan,
+        concurrency=concurrency,
+        split=split,
+        server=server,
+        success_threshold=success_threshold,
+        on_result=on_result,
+        token=token,
+    )
+
+
+async def run_plan(
+    url: str,
+    policy: Policy,
+    plan: Sequence[Reset],
+    *,
+    concurrency: int = 1,
+    split: str | None = None,
+    server: ServerInfo | None = None,
+    success_threshold: float = 1.0,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+    token: str | None = None,
+) -> Summary:
+    """Run one episode per :class:`Reset` of ``plan``, ``concurrency`` at a time (see :func:`run_rollouts`)."""
     from openenv_mcp.rollout.server import discover
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -199,9 +243,9 @@ async def run_rollouts(
     results: list[EpisodeResult] = []
     limiter = anyio.Semaphore(concurrency)
 
-    async def one(episode_seed: int) -> None:
+    async def one(reset: Reset) -> None:
         async with limiter:
-            result = await _episode(client, info, policy, split, episode_seed)
+            result = await _episode(client, info, policy, split, reset)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -209,21 +253,22 @@ async def run_rollouts(
     started = time.perf_counter()
     try:
         async with anyio.create_task_group() as group:
-            for index in range(episodes):
-                group.start_soon(one, seed + index)
+            for reset in plan:
+                group.start_soon(one, reset)
     finally:
         client.episode_id = None  # each episode was closed by its own task
         await client.aclose()
-    results.sort(key=lambda r: r.seed)
+    results.sort(key=lambda r: (r.seed, r.task_id))
     return Summary(results, time.perf_counter() - started, success_threshold)
 
 
 async def _episode(
-    client: AsyncEnvClient, server: ServerInfo, policy: Policy, split: str | None, seed: int
+    client: AsyncEnvClient, server: ServerInfo, policy: Policy, split: str | None, reset: Reset
 ) -> EpisodeResult:
-    result = EpisodeResult(seed=seed)
+    seed = reset.seed
+    result = EpisodeResult(seed=seed, task_id=reset.task_id or "")
     try:
-        first = await client.reset(split=split, seed=seed)
+        first = await client.reset(task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
     except (OpenEnvError, httpx.HTTPError) as exc:
         result.error = f"reset: {_describe(exc)}"
         return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 from openenv_mcp import Environment, ProdService
 from servers.search.backends import SearchBackend, SqliteSearchBackend, open_prod_backend
 from servers.search.settings import SearchSettings
-from servers.search.tasks import SearchTask, grade, load_tasks
+from servers.search.tasks import SearchTask, grade, load_tasks, solve
 from servers.search.tools import tools
 
 __all__ = ["environment"]
@@ -52,6 +52,7 @@ environment: Environment[SearchBackend, SearchTask] = Environment(
             image=None,
         ),
     ),
+    solve=solve,
     examples=(
         ("collection_info", {}),
         ("search", {"query": "founded headquarters river", "k": 3}),

@@ -14,11 +14,12 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 from servers.search.backends import SearchBackend
 
-__all__ = ["SearchTask", "grade", "load_tasks", "normalize_answer", "score_answer", "token_f1"]
+__all__ = ["SearchTask", "grade", "load_tasks", "normalize_answer", "score_answer", "solve", "token_f1"]
 
 _HOW = (
     "\n\nFind the answer in the document collection: search it (optionally filtered by category and date), "
@@ -47,6 +48,13 @@ def load_tasks() -> TaskSet:
         )
         for t in raw
     )
+
+
+def solve(task: SearchTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution: search for the question, read the evidence, submit the gold answer."""
+    calls: list[tuple[str, dict[str, Any]]] = [("search", {"query": task.prompt[:500]})]
+    calls += [("fetch", {"doc_id": doc_id}) for doc_id in task.evidence[:1]]
+    return [*calls, ("submit_answer", {"answer": task.answers[0]})]
 
 
 async def grade(task: SearchTask, index: SearchBackend, call: BoundCall, result: Observation) -> Grade:

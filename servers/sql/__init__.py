@@ -9,7 +9,7 @@ from __future__ import annotations
 from openenv_mcp import Environment, ProdService
 from servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
 from servers.sql.settings import SqlSettings
-from servers.sql.tasks import SqlTask, grade, load_tasks
+from servers.sql.tasks import SqlTask, grade, load_tasks, solve
 from servers.sql.tools import tools
 
 __all__ = ["environment"]
@@ -38,6 +38,7 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
             image="postgres:16-alpine",
         ),
     ),
+    solve=solve,
     examples=(
         ("list_tables", {}),
         ("describe_table", {"table": "orders"}),

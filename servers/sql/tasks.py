@@ -6,12 +6,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 from servers.sql.backends import SqlBackend
 from servers.sql.models import Cell
 
-__all__ = ["SqlTask", "grade", "load_tasks", "score_rows"]
+__all__ = ["SqlTask", "grade", "load_tasks", "score_rows", "solve"]
 
 _HOW = (
     "\n\nExplore the database with list_tables, describe_table and run_query, then call submit_answer "
@@ -37,6 +38,11 @@ def load_tasks() -> TaskSet:
 
 
 _gold: dict[str, list[list[Cell]]] = {}
+
+
+def solve(task: SqlTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution: look at the tables, run the gold query, submit it."""
+    return [("list_tables", {}), ("run_query", {"sql": task.gold_sql}), ("submit_answer", {"sql": task.gold_sql})]
 
 
 async def grade(task: SqlTask, db: SqlBackend, call: BoundCall, result: Observation) -> Grade:

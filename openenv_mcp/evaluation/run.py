@@ -1,0 +1,209 @@
+"""The trials of an evaluation, played through the rollout runner and kept in a JSON Lines file.
+
+The file's first line says what the run is (server, split, trials per task, policy, seed); each
+further line is one finished trial. Running the same evaluation again with the same file skips
+the trials already in it, so an interrupted run resumes where it stopped. A trial that failed
+(the server or the model endpoint answered an error) is written down with its error and played
+again on the next run: it says nothing about the policy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.evaluation.metrics import TaskScore, mean_over_tasks, score_tasks
+from openenv_mcp.rollout.runner import EpisodeResult, Policy, Reset, run_plan
+from openenv_mcp.rollout.server import ServerInfo
+
+__all__ = ["Evaluation", "Trial", "TrialLog", "evaluate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One episode of the evaluation: trial ``index`` of ``task_id``, started with ``seed``."""
+
+    task_id: str
+    index: int
+    seed: int
+    reward: float
+    steps: int
+    done: bool
+    seconds: float
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.task_id, self.index
+
+
+class TrialLog:
+    """The run's trials in a JSON Lines file, appended to as each one ends."""
+
+    def __init__(self, path: Path, run: dict[str, Any]) -> None:
+        self.path = path
+        self.run = dict(run)
+        self.trials: dict[tuple[str, int], Trial] = {}
+        if path.exists() and path.stat().st_size:
+            lines = path.read_text().splitlines()
+            try:
+                found = json.loads(lines[0])["run"]
+                trials = [Trial(**json.loads(line)) for line in lines[1:] if line.strip()]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{path} is not an evaluation's trial log ({exc}); give another --out") from None
+            if found != self.run:
+                differ = ", ".join(
+                    f"{k} {found.get(k)!r} there, {v!r} now" for k, v in self.run.items() if found.get(k) != v
+                )
+                raise ConfigError(
+                    f"{path} holds another evaluation ({differ}); give another --out, or --restart to replace it"
+                )
+            for trial in trials:
+                self.trials[trial.key] = trial  # a later line (a replayed failure) wins
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"run": self.run}) + "\n")
+
+    def finished(self) -> set[tuple[str, int]]:
+        """The trials that need not run again: those that ended without an error."""
+        return {key for key, trial in self.trials.items() if trial.error is None}
+
+    def add(self, trial: Trial) -> None:
+        self.trials[trial.key] = trial
+        with self.path.open("a") as out:
+            out.write(json.dumps(asdict(trial)) + "\n")
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """What an evaluation found: the run, its trials, and the figures per task and overall."""
+
+    run: dict[str, Any]
+    trials: list[Trial]
+    threshold: float = 1.0
+    scores: list[TaskScore] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.trials.sort(key=lambda t: t.key)
+        self.scores = score_tasks(((t.task_id, t.reward) for t in self.ok), threshold=self.threshold)
+
+    @property
+    def ok(self) -> list[Trial]:
+        return [t for t in self.trials if t.error is None]
+
+    @property
+    def errors(self) -> list[Trial]:
+        return [t for t in self.trials if t.error is not None]
+
+    @property
+    def k(self) -> int:
+        return int(self.run["k"])
+
+    def overall(self, measure: str, k: int) -> float:
+        """``pass_at`` or ``pass_hat`` at ``k``, averaged over tasks."""
+        return mean_over_tasks(self.scores, measure, k)
+
+    @property
+    def mean_reward(self) -> float:
+        ok = self.ok
+        return sum(t.reward for t in ok) / len(ok) if ok else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The results as one JSON document (``results.json``)."""
+        ks = range(1, self.k + 1)
+        return {
+            "run": self.run,
+            "overall": {
+                "tasks": len(self.scores),
+                "trials": len(self.ok),
+                "errors": len(self.errors),
+                "mean_reward": self.mean_reward,
+                "pass@k": {str(k): self.overall("pass_at", k) for k in ks},
+                "pass^k": {str(k): self.overall("pass_hat", k) for k in ks},
+            },
+            "tasks": [
+                {
+                    "task_id": s.task_id,
+                    "trials": s.trials,
+                    "successes": s.successes,
+                    "mean_reward": s.mean_reward,
+                    "rewards": s.rewards,
+                    "pass@k": {str(k): s.pass_at(k) for k in ks if k <= s.trials},
+                    "pass^k": {str(k): s.pass_hat(k) for k in ks if k <= s.trials},
+                }
+                for s in self.scores
+            ],
+            "errors": [{"task_id": t.task_id, "trial": t.index, "error": t.error} for t in self.errors],
+        }
+
+    def render(self) -> str:
+        """A short table for the terminal."""
+        k = self.k
+        lines = [f"{'task':<24}{'trials':>7}{'mean':>8}{'pass@' + str(k):>9}{'pass^' + str(k):>9}"]
+        for s in self.scores:
+            lines.append(
+                f"{s.task_id:<24}{s.trials:>7}{s.mean_reward:>8.3f}"
+                f"{s.pass_at(k) if s.trials >= k else float('nan'):>9.3f}"
+                f"{s.pass_hat(k) if s.trials >= k else float('nan'):>9.3f}"
+            )
+        lines.append(
+            f"{'overall':<24}{len(self.ok):>7}{self.mean_reward:>8.3f}"
+            f"{self.overall('pass_at', k):>9.3f}{self.overall('pass_hat', k):>9.3f}"
+        )
+        if self.errors:
+            lines.append(f"{len(self.errors)} trials failed (run again with the same --out to retry them):")
+            lines += [f"  {t.task_id} trial {t.index}: {t.error}" for t in self.errors[:5]]
+        return "\n".join(lines)
+
+
+async def evaluate(
+    url: str,
+    policy: Policy,
+    *,
+    task_ids: Sequence[str],
+    k: int,
+    log: TrialLog,
+    seed: int = 0,
+    concurrency: int = 1,
+    server: ServerInfo | None = None,
+    threshold: float = 1.0,
+    on_trial: Callable[[Trial], None] | None = None,
+    token: str | None = None,
+) -> Evaluation:
+    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all."""
+    done = log.finished()
+    plan = [Reset(seed + i, task_id) for task_id in task_ids for i in range(k) if (task_id, i) not in done]
+
+    def record(result: EpisodeResult) -> None:
+        trial = Trial(
+            task_id=result.task_id,
+            index=result.seed - seed,
+            seed=result.seed,
+            reward=result.reward,
+            steps=result.steps,
+            done=result.done,
+            seconds=round(sum(result.latencies), 6),
+            error=result.error,
+        )
+        log.add(trial)
+        if on_trial is not None:
+            on_trial(trial)
+
+    if plan:
+        await run_plan(
+            url,
+            policy,
+            plan,
+            concurrency=concurrency,
+            server=server,
+            success_threshold=threshold,
+            on_result=record,
+            token=token,
+        )
+    wanted = set(task_ids)
+    trials = [t for t in log.trials.values() if t.task_id in wanted and t.index < k]
+    return Evaluation(log.run, trials, threshold)
