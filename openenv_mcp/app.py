@@ -41,6 +41,7 @@ from openenv_mcp.ors import ors_router
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.security import AUTHENTICATED, AccessPolicy, Guard, serving_warning
 from openenv_mcp.settings import Settings, load_settings
+from openenv_mcp.web.pages import web_router
 from openenv_mcp.websocket import websocket_door
 
 __all__ = ["build_app", "build_runtime"]
@@ -203,6 +204,7 @@ def build_app(runtime: Runtime) -> FastAPI:
             """The tasks (without answers) and the size of each split."""
             return runtime.task_list(split)
 
+        app.include_router(web_router(runtime))  # the page for people (before ORS's /{env}/... routes)
         app.include_router(ors_router(runtime))  # ORS (the Open Reward Standard), sim only: docs/ors.md
 
     app.router.routes.extend(mcp_routes)

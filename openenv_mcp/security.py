@@ -14,7 +14,8 @@ in this order:
    ``OPENENV_ALLOWED_ORIGINS``. Else 403 ``origin_not_allowed``. This is what stops a web page
    from driving the server through the visitor's browser (WebSockets are not subject to CORS).
 3. **Bearer token**, when ``OPENENV_AUTH_TOKEN`` or ``OPENENV_AUTH_TOKEN_FILE`` is set. Every
-   route but the probes ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <token>``.
+   route but the probes ``/healthz`` and ``/readyz`` (and the page's static files, which hold no
+   data) needs ``Authorization: Bearer <token>``.
    Else 401 ``unauthorized`` with ``WWW-Authenticate: Bearer``. Tokens are kept as SHA-256
    digests and compared in constant time; the file is re-read when it changes (rotation).
 
@@ -43,11 +44,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from openenv_mcp.errors import AccessDenied, ConfigError, HostNotAllowed, OriginNotAllowed, Unauthorized
 from openenv_mcp.settings import Settings
 
-__all__ = ["AUTHENTICATED", "PROBES", "AccessPolicy", "Guard", "HostRule", "Tokens", "serving_warning"]
+__all__ = ["AUTHENTICATED", "PAGES", "PROBES", "AccessPolicy", "Guard", "HostRule", "Tokens", "serving_warning"]
 
 log = logging.getLogger(__name__)
 
 PROBES = frozenset({"/healthz", "/readyz"})
+# The page's static files (openenv_mcp/web) hold no data; a browser cannot send a header when it
+# opens them, and the page asks for the token before calling anything else.
+PAGES = frozenset({"/web", "/web/app.js", "/web/style.css"})
 """Paths open without a token: orchestrators' liveness and readiness probes carry no secret."""
 AUTHENTICATED = "openenv_mcp.authenticated"
 """The scope key the guard sets: whether the request carried a valid token (or none is needed)."""
@@ -299,7 +303,7 @@ class AccessPolicy:
         scheme, _, token = headers.get("authorization", "").strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip() and self.tokens.accepts(token.strip()):
             return True
-        if path in PROBES:
+        if path in PROBES or path in PAGES:
             return False
         if scheme:
             raise Unauthorized("The bearer token is not valid: send Authorization: Bearer <one of the server's tokens>")

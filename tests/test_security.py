@@ -37,7 +37,7 @@ from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.errors import ConfigError, Unauthorized
 from openenv_mcp.rollout.server import discover
 from openenv_mcp.runtime import Runtime
-from openenv_mcp.security import AccessPolicy, Tokens
+from openenv_mcp.security import PAGES, AccessPolicy, Tokens
 from servers.sql import environment as sql_environment
 from tests.support import IN_CI, LiveServer, as_role, free_port, live_server, wait_http
 
@@ -152,8 +152,9 @@ def guarded() -> Iterator[LiveServer]:
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def test_every_route_but_the_probes_needs_the_token(guarded: LiveServer) -> None:
-    paths = [path for kind, path in sim_only_routes() if kind == "http"]
+def test_every_route_but_the_probes_and_the_page_files_needs_the_token(guarded: LiveServer) -> None:
+    paths = [path for kind, path in sim_only_routes() if kind == "http" and path not in PAGES]
+    assert "/web/tools" in paths  # the page's data needs the token; only its static files do not
     paths += ["/mcp", "/metrics", "/openapi.json", "/docs", "/no-such-route"]
     with httpx.Client(base_url=guarded.url, timeout=10) as client:
         for path in paths:
@@ -165,6 +166,9 @@ def test_every_route_but_the_probes_needs_the_token(guarded: LiveServer) -> None
         assert client.get("/healthz").json()["status"] == "ok"
         assert client.get("/readyz").status_code == 200
         assert client.get("/metrics", headers=BEARER).status_code == 200
+        for path in PAGES:
+            assert client.get(path).status_code == 200, path
+            assert client.post(path, json={}).status_code == 405, path
     assert refused_handshake(ws_url(guarded)) == 401
 
 

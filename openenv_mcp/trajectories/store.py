@@ -263,6 +263,32 @@ class TrajectoryStore:
                 yield StoredEpisode(episode=row, toolset=known[row["toolset_id"]], steps=by_episode[row["id"]])
             after = (rows[-1]["created_at"], rows[-1]["id"])
 
+    def recent(self, limit: int = 500) -> list[Mapping[str, Any]]:
+        """The ``limit`` latest episodes with at least one step, newest first, without their steps."""
+        query = (
+            select(episodes)
+            .where(episodes.c.step_count > 0)
+            .order_by(episodes.c.created_at.desc(), episodes.c.id.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def episode(self, trajectory_id: str) -> StoredEpisode | None:
+        """One episode by its stored id, with its steps; ``None`` when there is none."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(episodes).where(episodes.c.id == trajectory_id)).first()
+            if row is None:
+                return None
+            found = dict(row._mapping)
+            toolset = conn.execute(select(toolsets).where(toolsets.c.id == found["toolset_id"])).one()
+            stored_steps = conn.execute(
+                select(steps).where(steps.c.trajectory_id == trajectory_id).order_by(steps.c.step)
+            )
+            return StoredEpisode(
+                episode=found, toolset=dict(toolset._mapping), steps=[dict(step._mapping) for step in stored_steps]
+            )
+
     def close(self) -> None:
         self.engine.dispose()
 
