@@ -64,7 +64,12 @@ class EditorChannel:
         line = await self._reader.readline()
         if not line:
             raise ChannelClosed("the editor closed its control socket")
-        message: dict[str, Any] = json.loads(line)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise ChannelClosed(f"the editor sent something that is not JSON: {line[:80]!r}") from None
+        if not isinstance(message, dict):
+            raise ChannelClosed(f"the editor sent {message!r} instead of an object")
         return message
 
     async def request(self, op: str) -> dict[str, Any]:
