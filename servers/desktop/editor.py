@@ -435,6 +435,7 @@ class FileDialog:
         self.listing.bind("<Double-Button-1>", lambda _e: self.accept())
         for widget in (top, self.entry, self.listing):
             widget.bind("<Return>", then_break(self.accept))
+            widget.bind("<Linefeed>", then_break(self.accept))  # what typing "\n" presses
             widget.bind("<Escape>", then_break(self.close))
         top.bind("<Alt-n>", then_break(self.entry.focus_set))
         top.protocol("WM_DELETE_WINDOW", self.close)
@@ -465,11 +466,11 @@ class FileDialog:
             self.message.configure(text="Type a file name, or pick one from the list.")
             return
         if "/" in name or "\\" in name or name in (".", "..") or name.startswith("~"):
-            self.message.configure(text="Only the Documents folder is available: type a file name, not a path.")
+            self.refuse("Only the Documents folder is available: type a file name, not a path.")
             return
         path = self.editor.documents / name
         if not self.saving and name not in self.files:
-            self.message.configure(text=f"There is no {name} in Documents.")
+            self.refuse(f"There is no {name} in Documents.")
             return
         if self.saving and path.exists():
             replace = messagebox.askyesno(APP, f"{name} already exists.\nDo you want to replace it?", parent=self.top)
@@ -477,6 +478,12 @@ class FileDialog:
                 return
         self.result = str(path)
         self.close()
+
+    def refuse(self, message: str) -> None:
+        """Say why, and select the file name so that typing replaces it; the listing does not change."""
+        self.message.configure(text=message)
+        self.entry.select_range(0, "end")
+        self.entry.icursor("end")
 
     def close(self) -> None:
         if self.editor.file_dialog is self:
@@ -536,7 +543,8 @@ class FindDialog:
         actions.append(("Cancel", -1, self.close))
         for label, under, command in actions:
             tk.Button(buttons, text=label, underline=under, width=11, command=command).pack(fill="x", pady=2)
-        keys = {"<Alt-n>": self.find_next, "<Return>": self.find_next, "<Escape>": self.close}
+        keys = {"<Alt-n>": self.find_next, "<Return>": self.find_next, "<Linefeed>": self.find_next}
+        keys["<Escape>"] = self.close
         keys["<Alt-c>"] = lambda: self.case.set(not self.case.get())
         keys["<Alt-d>"] = self.what_entry.focus_set
         if replace:
