@@ -130,7 +130,9 @@ class SimDesktop:
         editor: asyncio.subprocess.Process | None = None
         try:
             async with asyncio.timeout(settings.startup_timeout):
-                channel = await EditorChannel.listen(root / "control.sock")
+                # A state answer carries the document as JSON: up to 6 bytes a character (\uXXXX escapes).
+                line_limit = 6 * settings.max_document_chars + MIB
+                channel = await EditorChannel.listen(root / "control.sock", line_limit=line_limit)
                 authority = Authority.create(root / "Xauthority")
                 display = await VirtualDisplay.start(
                     width=settings.screen_width,

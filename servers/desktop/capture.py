@@ -38,7 +38,12 @@ class ConnectionRefused(BackendUnavailable):
 
 
 class _AuthInfo(ctypes.Structure):
-    _fields_ = [("namelen", ctypes.c_int), ("name", ctypes.c_char_p), ("datalen", ctypes.c_int), ("data", ctypes.c_char_p)]
+    _fields_ = [
+        ("namelen", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("datalen", ctypes.c_int),
+        ("data", ctypes.c_char_p),
+    ]
 
 
 class _ScreenIterator(ctypes.Structure):
@@ -123,7 +128,7 @@ class XConnection:
 
     @classmethod
     def open(cls, display: str, cookie: bytes | None = None) -> XConnection:
-        """Connect to ``display`` presenting ``cookie`` (None: the usual XAUTHORITY lookup); ConnectionRefused if not."""
+        """Connect to ``display`` presenting ``cookie`` (None: as X clients do); ConnectionRefused if not."""
         xcb, _ = _library()
         screen = ctypes.c_int(0)
         name = display.encode()

@@ -456,9 +456,9 @@ class FileDialog:
         return [path.name for path in paths if path.is_file() and not path.is_symlink()][:MAX_LISTED]
 
     def picked(self) -> None:
-        chosen = self.listing.curselection()
-        if chosen:
-            self.name.set(self.listing.get(chosen[0]))
+        chosen = self.listing.index("active") if self.listing.selection_includes("active") else None
+        if chosen is not None:
+            self.name.set(self.listing.get(chosen))
 
     def accept(self) -> None:
         name = self.name.get().strip()

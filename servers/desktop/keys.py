@@ -66,8 +66,8 @@ REFUSED_KEYSYMS = (
     (0xFEE0, 0xFEFF),  # Pointer_Left ... Pointer_Drag5: mouse keys
     (0x1008FE01, 0x1008FEFF),  # XF86Switch_VT_1..12, XF86Ungrab, XF86ClearGrab, XF86*_VMode, XF86Log*
 )
-_REFUSED_NAMES = ("terminate_server", "sys_req", "accessx", "pointer_", "xf86switch_vt", "xf86ungrab", "xf86cleargrab")
-_REFUSED_NAMES += ("xf86next_vmode", "xf86prev_vmode", "xf86logwindowtree", "xf86loggrabinfo")
+_REFUSED_NAMES: tuple[str, ...] = ("terminate_server", "sys_req", "accessx", "pointer_", "xf86switch_vt")
+_REFUSED_NAMES += ("xf86ungrab", "xf86cleargrab", "xf86next_vmode", "xf86prev_vmode", "xf86log")
 HOW = (
     "use X key names such as Return, Escape, Tab, BackSpace, Delete, Up, Page_Down, F5, a, A, slash, "
     "with modifiers ctrl, alt, shift, super joined by '+' (ctrl+shift+s); separate successive keys with spaces"

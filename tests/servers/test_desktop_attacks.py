@@ -209,7 +209,7 @@ def test_select_all_copy_paste_fifty_times_stays_bounded(desktop: LiveServer) ->
         bystander.reset(task_id="type-01", seed=5)
         assert not step(env, "type_text", text="x" * 99 + "\n").observation.is_error
         refusals = []
-        for _ in range(5):  # the loop: 7 steps took the document to 212 MB and the editor to 885 MB
+        for _ in range(4):  # the loop: 7 steps took the document to 212 MB and the editor to 885 MB
             assert not step(env, "key", keys="ctrl+a ctrl+c").observation.is_error
             pasted = step(env, "key", keys="ctrl+v", repeat=50).observation
             refusals.append(pasted.is_error)
@@ -220,7 +220,7 @@ def test_select_all_copy_paste_fifty_times_stays_bounded(desktop: LiveServer) ->
         assert not step(env, "key", keys="ctrl+s").observation.is_error
         saved = desk.folder / desk.scenario.expect_file if desk.scenario else None
         assert saved is not None and 0 < saved.stat().st_size <= limit  # the document on disk
-        assert status_kib(editor, "VmHWM") < 256 * 1024  # the editor's peak resident memory
+        assert status_kib(editor, "VmHWM") < 128 * 1024  # the editor's peak resident memory (35 MiB seen)
         limits = Path(f"/proc/{editor}/limits").read_text()
         assert "Max address space         536870912            536870912" in limits
         assert "Max core file size        0                    0" in limits
@@ -336,5 +336,6 @@ def test_hostile_inputs_get_a_tool_error_or_a_4xx_never_a_500(desktop: LiveServe
             answer = http.post("/step", headers={**headers, "X-Episode-Id": episode}, content=body)
             assert answer.status_code in (200, 422), (tool, arguments, answer.status_code, answer.text)
         assert http.get("/healthz").status_code == 200
-        assert http.post("/step", headers={"X-Episode-Id": episode}, json={"action": {"tool": "screenshot"}}).status_code == 200
+        shot = http.post("/step", headers={"X-Episode-Id": episode}, json={"action": {"tool": "screenshot"}})
+        assert shot.status_code == 200
         http.delete(f"/episodes/{episode}")
