@@ -300,7 +300,9 @@ def test_keys_that_act_on_the_x_server_are_refused_and_the_display_survives(desk
         for tool, arguments in (("key", {"keys": "ctrl+alt+BackSpace"}), ("type_text", {"text": "\ufed5"})):
             assert not step(env, tool, **arguments).observation.is_error
         assert all(alive(pid) for pid in desk.pids)
-        assert editor_state(desktop, episode)["text"] == "\ufed5"  # nothing but the one typed character
+        # At most the one typed character: xdotool types it on a keycode it remaps for the moment, which
+        # under load can be restored before the editor reads the key (the character is then lost).
+        assert editor_state(desktop, episode)["text"] in ("", "\ufed5")
         shot = step(env, "screenshot")
         assert not shot.observation.is_error
         env.close_episode()
