@@ -5,6 +5,13 @@ starting files, the editor's control socket, logs), an Xvfb server on a display 
 itself, and the Tk editor (``editor.py``) on it. Closing the episode closes the control socket: the
 editor exits, Xvfb (started with ``-terminate``) follows, both are reaped, the folder is removed.
 
+Containment (sim): the display has its own authority (a random cookie in a 0600 file in the
+episode's 0700 folder; only the server and the episode's editor hold it), listens on no TCP and no
+abstract socket, and its socket file is connectable by the server's user only; the editor serves
+no Tk ``send``. The editor and Xvfb each have an address-space limit (``RLIMIT_AS``) and no core
+files; the editor refuses to grow a document past ``DESKTOP_MAX_DOCUMENT_CHARS`` and the step that
+hit the limit is a tool error saying so. The file dialogs list the episode's ``Documents`` only.
+
 Prod (:class:`ProdDesktop`): the display named by ``DESKTOP_DISPLAY``, whatever runs on it. The
 same :class:`~servers.desktop.screen.Screen` drives both.
 """
@@ -21,8 +28,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
+from servers.desktop.authority import Authority
 from servers.desktop.channel import ChannelClosed, EditorChannel
-from servers.desktop.display import VirtualDisplay, stop_process
+from servers.desktop.display import VirtualDisplay, limit_memory, stop_process
 from servers.desktop.screen import Screen
 from servers.desktop.settings import DesktopSettings
 
@@ -33,6 +41,7 @@ log = logging.getLogger(__name__)
 EDITOR = Path(__file__).with_name("editor.py")
 MAX_DOCUMENTS = 64
 MAX_DOCUMENT_BYTES = 256 * 1024
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +103,7 @@ class SimDesktop:
         self.channel = channel
         self.window = window
         self.settings = settings
-        self.screen = Screen(display.name, settings, sync=self.sync)
+        self.screen = Screen(display.name, settings, sync=self.sync, authority=display.authority)
         self.loop = asyncio.get_running_loop()  # for callers on other threads (tests, diagnostics)
         self._closed = False
 
@@ -109,6 +118,7 @@ class SimDesktop:
             (documents / name).write_text(text, encoding="utf-8")
         args = ["--documents", str(documents), "--control", str(root / "control.sock")]
         args += ["--width", str(settings.screen_width), "--height", str(settings.screen_height)]
+        args += ["--max-chars", str(settings.max_document_chars)]
         if scenario.open is not None:
             args += ["--open", scenario.open]
         elif scenario.unsaved is not None:
@@ -120,14 +130,20 @@ class SimDesktop:
         editor: asyncio.subprocess.Process | None = None
         try:
             async with asyncio.timeout(settings.startup_timeout):
-                channel = await EditorChannel.listen(root / "control.sock")
+                # A state answer carries the document as JSON: up to 6 bytes a character (\uXXXX escapes).
+                line_limit = 6 * settings.max_document_chars + MIB
+                channel = await EditorChannel.listen(root / "control.sock", line_limit=line_limit)
+                authority = Authority.create(root / "Xauthority")
                 display = await VirtualDisplay.start(
                     width=settings.screen_width,
                     height=settings.screen_height,
                     terminate_with_clients=True,  # it goes when the editor goes
                     log=root / "xvfb.log",
                     timeout=settings.startup_timeout,
+                    authority=authority,
+                    memory_limit=settings.display_memory_mb * MIB,
                 )
+                environment = {"DISPLAY": display.name, "XAUTHORITY": str(authority.path), "HOME": str(root)}
                 with (root / "editor.log").open("ab") as editor_log:
                     editor = await asyncio.create_subprocess_exec(
                         settings.editor_python,
@@ -137,16 +153,19 @@ class SimDesktop:
                         stdin=asyncio.subprocess.DEVNULL,
                         stdout=editor_log,
                         stderr=editor_log,
-                        env={"DISPLAY": display.name, "HOME": str(root), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+                        env={**environment, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
                         start_new_session=True,
                     )
+                limit_memory(editor.pid, settings.editor_memory_mb * MIB)
                 exited = asyncio.ensure_future(editor.wait())
                 try:
                     await channel.wait_ready(exited)
                 finally:
                     exited.cancel()
                 # The title lives on Tk's wrapper window (the one of class Editor), not on ".".
-                found = await Screen(display.name, settings).xdotool("search", "--class", "^Editor$")
+                found = await Screen(display.name, settings, authority=authority).xdotool(
+                    "search", "--class", "^Editor$"
+                )
                 window = int(found.split()[0])
         except (TimeoutError, ChannelClosed, OSError, ToolFailed) as exc:
             reason = f"did not start within {settings.startup_timeout:g} s" if isinstance(exc, TimeoutError) else exc
@@ -174,15 +193,29 @@ class SimDesktop:
         return self.display.process.pid, self.editor.pid
 
     async def sync(self) -> bool:
-        """Wait until the editor has handled and drawn every input sent so far; False if it took too long."""
+        """Wait until the editor has handled and drawn every input sent so far; False if it took too long.
+
+        ToolFailed when the editor refused insertions at its document size limit meanwhile.
+        """
+        answer = await self._settle()
+        refused = answer.get("refused", 0) if answer is not None else 0
+        if refused:
+            limit = self.settings.max_document_chars
+            raise ToolFailed(
+                f"The document reached the editor's limit of {limit:,} characters: {refused} insertion"
+                f"{'s were' if refused != 1 else ' was'} refused (typing or pasting stopped there; the document "
+                "holds what fit). Delete text, or save and start a new document, before adding more."
+            )
+        return answer is not None
+
+    async def _settle(self) -> dict[str, Any] | None:
         try:
             async with asyncio.timeout(self.settings.settle_timeout_ms / 1000):
-                await self.channel.request("sync")
+                return await self.channel.request("sync")
         except TimeoutError:
-            return False
+            return None
         except ChannelClosed as exc:
             raise BackendUnavailable(f"The editor of this episode has stopped ({exc}); start a new episode") from None
-        return True
 
     async def state(self) -> dict[str, Any]:
         """The editor's own account of itself: title, file, modified, text, open find dialog."""
@@ -208,7 +241,7 @@ class SimDesktop:
     async def ping(self) -> None:
         if self.editor.returncode is not None or self.display.process.returncode is not None:
             raise BackendUnavailable("The sim desktop's editor or display has exited")
-        if not await self.sync():
+        if await self._settle() is None:
             raise BackendUnavailable("The sim desktop's editor does not answer")
 
     async def aclose(self) -> None:

@@ -35,9 +35,10 @@ class EditorChannel:
         self.ready: dict[str, Any] = {}
 
     @classmethod
-    async def listen(cls, path: Path) -> EditorChannel:
+    async def listen(cls, path: Path, *, line_limit: int = 2**16) -> EditorChannel:
+        """Listen at ``path``; ``line_limit`` bytes is the longest message (a ``state`` carries the document)."""
         channel = cls()
-        channel._server = await asyncio.start_unix_server(channel._accept, path=str(path))
+        channel._server = await asyncio.start_unix_server(channel._accept, path=str(path), limit=line_limit)
         return channel
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -61,10 +62,18 @@ class EditorChannel:
 
     async def _read(self) -> dict[str, Any]:
         assert self._reader is not None
-        line = await self._reader.readline()
+        try:
+            line = await self._reader.readline()
+        except ValueError:  # longer than the line limit: the stream cannot be resynchronised
+            raise ChannelClosed("the editor sent a message longer than the control socket's limit") from None
         if not line:
             raise ChannelClosed("the editor closed its control socket")
-        message: dict[str, Any] = json.loads(line)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise ChannelClosed(f"the editor sent something that is not JSON: {line[:80]!r}") from None
+        if not isinstance(message, dict):
+            raise ChannelClosed(f"the editor sent {message!r} instead of an object")
         return message
 
     async def request(self, op: str) -> dict[str, Any]:

@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 from openenv_mcp import BackendUnavailable
+from servers.desktop.authority import Authority
 
-__all__ = ["VirtualDisplay", "stop_process"]
+__all__ = ["SOCKET_DIRECTORY", "VirtualDisplay", "limit_memory", "stop_process"]
+
+SOCKET_DIRECTORY = Path("/tmp/.X11-unix")
 
 
 @dataclass(eq=False)
@@ -27,10 +31,16 @@ class VirtualDisplay:
 
     name: str
     process: asyncio.subprocess.Process
+    authority: Authority | None = None
 
     @property
     def number(self) -> int:
         return int(self.name[1:])
+
+    @property
+    def socket(self) -> Path:
+        """The server's Unix socket."""
+        return SOCKET_DIRECTORY / f"X{self.number}"
 
     @classmethod
     async def start(
@@ -41,10 +51,24 @@ class VirtualDisplay:
         timeout: float = 20.0,
         terminate_with_clients: bool = False,
         log: Path | None = None,
+        authority: Authority | None = None,
+        memory_limit: int | None = None,
     ) -> VirtualDisplay:
-        """Start Xvfb with a ``width`` x ``height`` x 24-bit screen; BackendUnavailable when it cannot."""
+        """Start Xvfb with a ``width`` x ``height`` x 24-bit screen; BackendUnavailable when it cannot.
+
+        Args:
+            width: Screen width in pixels.
+            height: Screen height in pixels.
+            timeout: Seconds to wait for the server to accept connections.
+            terminate_with_clients: Exit when the last client disconnects.
+            log: A file for the server's messages.
+            authority: The cookie clients must present; None leaves the display open to local users.
+            memory_limit: Bytes of address space the server may use (None: no limit).
+        """
         read_end, write_end = os.pipe()
         args = ["-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-dpi", "96"]
+        if authority is not None:
+            args += ["-auth", str(authority.path)]
         if terminate_with_clients:
             args.append("-terminate")
         stderr = log.open("ab") if log is not None else None
@@ -67,6 +91,8 @@ class VirtualDisplay:
             os.close(write_end)
             if stderr is not None:
                 stderr.close()
+        if memory_limit is not None:
+            limit_memory(process.pid, memory_limit)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         pipe = os.fdopen(read_end, "rb", buffering=0)
@@ -82,11 +108,29 @@ class VirtualDisplay:
             code = await stop_process(process)
             where = f"; see {log}" if log is not None else ""
             raise BackendUnavailable(f"Xvfb exited (status {code}) before opening a display{where}")
-        return cls(name=f":{number}", process=process)
+        display = cls(name=f":{number}", process=process, authority=authority)
+        if authority is not None:
+            try:
+                os.chmod(display.socket, 0o600)  # connect() needs write permission on the socket
+            except OSError as exc:
+                await stop_process(process)
+                raise BackendUnavailable(f"Cannot restrict the X socket {display.socket}: {exc}") from None
+        return display
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Stop the server (if it has not already stopped) and reap it."""
         await stop_process(self.process, timeout)
+
+
+def limit_memory(pid: int, limit: int) -> None:
+    """Cap the address space of the running process ``pid`` at ``limit`` bytes, and let it write no core file.
+
+    Soft and hard limits alike; set from outside (``prlimit``), whatever the event loop's way of
+    spawning. A process that hits the limit fails to allocate (Tk aborts), and dumps nothing.
+    """
+    with contextlib.suppress(ProcessLookupError):  # gone already: its exit is reported elsewhere
+        resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
 
 
 async def stop_process(process: asyncio.subprocess.Process, timeout: float = 5.0) -> int:

@@ -2,13 +2,21 @@
 
 Run as a script with the standard library only (it must start fast and never import the server):
 
-    python editor.py --documents DIR [--open NAME] [--text FILE] [--control SOCKET]
+    python editor.py --documents DIR [--open NAME] [--text FILE] [--control SOCKET] [--max-chars N]
 
 It draws its own title bar (``NAME - Editor``, with ``*`` while there are unsaved changes) and sets
 the same title on its X window, so it reads the same with or without a window manager. Menus: File
 (New, Open, Save, Save As), Edit (Undo, Redo, Cut, Copy, Paste, Delete, Select All, Find, Replace),
 Format (Word Wrap, UPPERCASE, lowercase, Sort Lines) and Help. Documents are opened and saved in
-the documents folder only.
+the documents folder only, through its own Open and Save As dialogs, which list that folder and
+nothing else: a name with a folder in it (``/root``, ``../x``, another episode's path) is refused
+and the listing stays as it was.
+
+Bounds: the document holds at most ``--max-chars`` characters (typing, pasting, replacing: an
+insertion that would pass the limit is refused whole, the status bar says so, and the next ``sync``
+answer counts it), and undo keeps the last 100 edits. The editor serves no Tk ``send``: the command
+is deleted at start, which also takes the application out of the display's registry of
+interpreters, so a ``send`` from another client finds no application to run a script in.
 
 ``--control`` names a Unix socket the server listens on. The editor connects to it when its window
 is drawn (sending ``{"event": "ready", "pid": PID}``), answers JSON-line requests (``sync``: once
@@ -27,10 +35,13 @@ import socket
 import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
-from tkinter import filedialog, messagebox
+from tkinter import messagebox
 from typing import Any
 
 APP = "Editor"
+MAX_CHARS = 1_000_000
+MAX_UNDO = 100
+MAX_LISTED = 200
 UI_FONT = ("DejaVu Sans", 10)
 TEXT_FONT = ("DejaVu Sans Mono", 12)
 TITLE_BG = "#23497a"
@@ -39,11 +50,14 @@ TITLE_BG = "#23497a"
 class Editor:
     """The editor window: title bar, menu bar, text, status bar."""
 
-    def __init__(self, root: tk.Tk, documents: Path, width: int, height: int) -> None:
+    def __init__(self, root: tk.Tk, documents: Path, width: int, height: int, max_chars: int = MAX_CHARS) -> None:
         self.root = root
         self.documents = documents.resolve()
         self.path: Path | None = None
         self.find_dialog: FindDialog | None = None
+        self.file_dialog: FileDialog | None = None
+        self.max_chars = max_chars
+        self.refused = 0  # insertions refused at the size limit since the server last asked
         root.geometry(f"{width}x{height}+0+0")
         root.option_add("*insertOffTime", 0)  # a caret that never blinks: the same pixels every time
         root.option_add("*Font", UI_FONT)
@@ -60,8 +74,17 @@ class Editor:
         scroll = tk.Scrollbar(body, orient="vertical")
         scroll.pack(side="right", fill="y")
         self.text = tk.Text(
-            body, undo=True, wrap="none", font=TEXT_FONT, insertofftime=0, yscrollcommand=scroll.set, padx=4, pady=4
+            body,
+            undo=True,
+            maxundo=MAX_UNDO,
+            wrap="none",
+            font=TEXT_FONT,
+            insertofftime=0,
+            yscrollcommand=scroll.set,
+            padx=4,
+            pady=4,
         )
+        bound_size(self.text, max_chars, self.refuse)
         self.text.pack(side="left", fill="both", expand=True)
         scroll.configure(command=self.text.yview)
         self.wrap = tk.BooleanVar(value=False)
@@ -178,6 +201,11 @@ class Editor:
         self.refresh_title()
         self.refresh_status()
 
+    def refuse(self) -> None:
+        """An insertion was refused at the size limit (called from the text widget's guard)."""
+        self.refused += 1
+        self.refresh_status(f"The document is at its limit of {self.max_chars:,} characters: insertion refused")
+
     def inside_documents(self, chosen: str) -> Path | None:
         path = Path(chosen).resolve()
         if path.parent != self.documents:
@@ -203,12 +231,16 @@ class Editor:
     def open(self) -> None:
         if not self.keep_changes():
             return
-        chosen = filedialog.askopenfilename(parent=self.root, title="Open", initialdir=self.documents)
+        chosen = FileDialog(self, title="Open", initial="").result
         path = self.inside_documents(chosen) if chosen else None
         if path is None:
             return
         try:
+            if path.stat().st_size > self.max_chars * 4:  # UTF-8: at most 4 bytes a character
+                raise OSError(f"it is larger than the editor's limit of {self.max_chars:,} characters")
             text = path.read_text(encoding="utf-8")
+            if len(text) > self.max_chars:
+                raise OSError(f"it is larger than the editor's limit of {self.max_chars:,} characters")
         except (OSError, UnicodeDecodeError) as exc:
             messagebox.showerror(APP, f"Cannot open {path.name}: {exc}", parent=self.root)
             return
@@ -220,12 +252,7 @@ class Editor:
         return self.write(self.path)
 
     def save_as(self) -> bool:
-        chosen = filedialog.asksaveasfilename(
-            parent=self.root,
-            title="Save As",
-            initialdir=self.documents,
-            initialfile=self.name + ".txt" * (not self.path),
-        )
+        chosen = FileDialog(self, title="Save As", initial=self.name + ".txt" * (not self.path)).result
         path = self.inside_documents(chosen) if chosen else None
         return path is not None and self.write(path)
 
@@ -333,6 +360,148 @@ def sort_lines(text: str) -> str:
     return "\n".join(sorted(lines)) + ending
 
 
+def bound_size(text: tk.Text, limit: int, refused: Callable[[], None]) -> None:
+    """Refuse any insertion that would take ``text`` past ``limit`` characters.
+
+    The widget's Tcl command is renamed and replaced by a Tcl procedure that checks ``insert`` and
+    ``replace`` (what typing, pasting, undo's inverse and the editor's own edits all go through),
+    so Tk's class bindings are bounded too. It is Tcl, not a Python callback, so the widget's own
+    errors (``index sel.first`` with no selection, which Tk's bindings ``catch``) stay Tcl errors.
+    """
+    inner = f"{text}.bounded"
+    notify = text.register(refused)
+    guard = r"""
+        set op [lindex $args 0]
+        if {$op eq "insert" || $op eq "replace"} {
+            if {$op eq "insert"} {
+                set pieces [lrange $args 2 end]
+                set removed 0
+            } else {
+                set pieces [lrange $args 3 end]
+                set removed [INNER count -chars [lindex $args 1] [lindex $args 2]]
+            }
+            set added 0
+            foreach {chars tags} $pieces {incr added [string length $chars]}
+            set size [INNER count -chars 1.0 end-1c]
+            if {$size - $removed + $added > LIMIT} {
+                NOTIFY
+                return ""
+            }
+        }
+        uplevel 1 [linsert $args 0 INNER]
+    """
+    body = guard.replace("INNER", inner).replace("LIMIT", str(limit)).replace("NOTIFY", notify)
+    text.tk.call("rename", str(text), inner)
+    text.tk.call("proc", str(text), "args", body)
+
+
+class FileDialog:
+    """Open and Save As: a modal dialog that lists the documents folder, and only that folder.
+
+    The file name field takes a name, never a path: a name with a folder in it (``/root``,
+    ``../secret``, another episode's ``/tmp/.../Documents``), or ``.``/``..``, is refused with a
+    message and the listing is left as it was. ``result`` is the chosen path's text, or "".
+    """
+
+    def __init__(self, editor: Editor, *, title: str, initial: str) -> None:
+        self.editor = editor
+        self.title = title
+        self.saving = title != "Open"
+        self.result = ""
+        top = self.top = tk.Toplevel(editor.root, bd=1, relief="raised")
+        top.title(title)
+        top.transient(editor.root)
+        top.geometry(f"+{max(0, (editor.root.winfo_width() - 460) // 2)}+140")
+        tk.Label(top, text=title, anchor="w", padx=8, pady=3, bg=TITLE_BG, fg="white", font=(*UI_FONT, "bold")).grid(
+            row=0, column=0, columnspan=2, sticky="ew"
+        )
+        tk.Label(top, text="Documents", anchor="w", padx=8).grid(row=1, column=0, columnspan=2, sticky="ew", pady=4)
+        self.listing = tk.Listbox(top, width=40, height=10, exportselection=False, activestyle="none")
+        self.listing.grid(row=2, column=0, columnspan=2, sticky="ew", padx=8)
+        tk.Label(top, text="File name:", underline=5).grid(row=3, column=0, sticky="w", padx=8, pady=6)
+        self.name = tk.StringVar(value=initial)
+        self.entry = tk.Entry(top, textvariable=self.name, width=30)
+        self.entry.grid(row=3, column=1, sticky="ew", padx=(0, 8), pady=6)
+        self.message = tk.Label(top, anchor="w", fg="#a00000", padx=8)
+        self.message.grid(row=4, column=0, columnspan=2, sticky="ew")
+        buttons = tk.Frame(top)
+        buttons.grid(row=5, column=0, columnspan=2, sticky="e", padx=8, pady=6)
+        tk.Button(buttons, text="Save" if self.saving else "Open", width=9, command=self.accept).pack(side="left")
+        tk.Button(buttons, text="Cancel", width=9, command=self.close).pack(side="left", padx=(6, 0))
+        self.files = self.list_documents()
+        for name in self.files:
+            self.listing.insert("end", name)
+        self.listing.bind("<<ListboxSelect>>", lambda _e: self.picked())
+        self.listing.bind("<Double-Button-1>", lambda _e: self.accept())
+        for widget in (top, self.entry, self.listing):
+            widget.bind("<Return>", then_break(self.accept))
+            widget.bind("<Linefeed>", then_break(self.accept))  # what typing "\n" presses
+            widget.bind("<Escape>", then_break(self.close))
+        top.bind("<Alt-n>", then_break(self.entry.focus_set))
+        top.protocol("WM_DELETE_WINDOW", self.close)
+        editor.file_dialog = self
+        self.entry.select_range(0, "end")
+        self.entry.icursor("end")
+        self.entry.focus_force()
+        top.wait_visibility()
+        top.grab_set()
+        top.wait_window()
+
+    def list_documents(self) -> list[str]:
+        """The regular files of the documents folder (the first 200, by name)."""
+        try:
+            paths = sorted(self.editor.documents.iterdir())
+        except OSError:
+            return []
+        return [path.name for path in paths if path.is_file() and not path.is_symlink()][:MAX_LISTED]
+
+    def picked(self) -> None:
+        chosen = self.listing.index("active") if self.listing.selection_includes("active") else None
+        if chosen is not None:
+            self.name.set(self.listing.get(chosen))
+
+    def accept(self) -> None:
+        name = self.name.get().strip()
+        if not name:
+            self.message.configure(text="Type a file name, or pick one from the list.")
+            return
+        if "/" in name or "\\" in name or name in (".", "..") or name.startswith("~"):
+            self.refuse("Only the Documents folder is available: type a file name, not a path.")
+            return
+        path = self.editor.documents / name
+        if not self.saving and name not in self.files:
+            self.refuse(f"There is no {name} in Documents.")
+            return
+        if self.saving and path.exists():
+            replace = messagebox.askyesno(APP, f"{name} already exists.\nDo you want to replace it?", parent=self.top)
+            if not replace:
+                return
+        self.result = str(path)
+        self.close()
+
+    def refuse(self, message: str) -> None:
+        """Say why, and select the file name so that typing replaces it; the listing does not change."""
+        self.message.configure(text=message)
+        self.entry.select_range(0, "end")
+        self.entry.icursor("end")
+
+    def close(self) -> None:
+        if self.editor.file_dialog is self:
+            self.editor.file_dialog = None
+        self.top.grab_release()
+        self.top.destroy()
+        self.editor.text.focus_force()
+
+    def describe(self) -> dict[str, Any]:
+        """What the dialog shows: its title, folder listing, file name field and message."""
+        return {
+            "title": self.title,
+            "listing": list(self.listing.get(0, "end")),
+            "name": self.name.get(),
+            "message": self.message.cget("text"),
+        }
+
+
 class FindDialog:
     """Find (Ctrl+F) and Find and Replace (Ctrl+H), like Notepad's: non-modal, one at a time."""
 
@@ -374,7 +543,8 @@ class FindDialog:
         actions.append(("Cancel", -1, self.close))
         for label, under, command in actions:
             tk.Button(buttons, text=label, underline=under, width=11, command=command).pack(fill="x", pady=2)
-        keys = {"<Alt-n>": self.find_next, "<Return>": self.find_next, "<Escape>": self.close}
+        keys = {"<Alt-n>": self.find_next, "<Return>": self.find_next, "<Linefeed>": self.find_next}
+        keys["<Escape>"] = self.close
         keys["<Alt-c>"] = lambda: self.case.set(not self.case.get())
         keys["<Alt-d>"] = self.what_entry.focus_set
         if replace:
@@ -487,7 +657,7 @@ class Control:
             line, self.buffer = self.buffer.split(b"\n", 1)
             request = json.loads(line)
             if request["op"] == "sync":
-                self.sync(functools.partial(self.send, {"id": request["id"], "ok": True}))
+                self.sync(functools.partial(self.answer_sync, request["id"]))
             elif request["op"] == "state":
                 editor = self.editor
                 dialog = editor.find_dialog.top.title() if editor.find_dialog is not None else None
@@ -499,8 +669,14 @@ class Control:
                         "modified": editor.modified,
                         "text": editor.content(),
                         "find_dialog": dialog,
+                        "file_dialog": editor.file_dialog.describe() if editor.file_dialog is not None else None,
+                        "max_chars": editor.max_chars,
                     }
                 )
+
+    def answer_sync(self, request: int) -> None:
+        refused, self.editor.refused = self.editor.refused, 0
+        self.send({"id": request, "ok": True, "refused": refused})
 
     def sync(self, answer: Callable[[], None], passes: int = 2) -> None:
         """Answer once every input event the X server queued before now is handled and drawn.
@@ -531,12 +707,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control", help="the server's control socket")
     parser.add_argument("--width", type=int, default=0)
     parser.add_argument("--height", type=int, default=0)
+    parser.add_argument("--max-chars", type=int, default=MAX_CHARS, help="the most characters a document may hold")
     args = parser.parse_args(argv)
 
     root = tk.Tk(baseName="editor", className="Editor")
+    # No Tk send: deleting the command also unregisters the application from the display, so
+    # another client's `send editor {...}` finds nothing to run its script in.
+    root.tk.call("rename", "send", "")
     width = args.width or root.winfo_screenwidth()
     height = args.height or root.winfo_screenheight()
-    editor = Editor(root, args.documents, width, height)
+    editor = Editor(root, args.documents, width, height, args.max_chars)
     if args.open:
         path = editor.documents / args.open
         editor.load(path, path.read_text(encoding="utf-8") if path.exists() else "")

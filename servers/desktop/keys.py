@@ -5,6 +5,13 @@
 exactly first, then without regard to case; a few common spellings (``enter``, ``esc``, ``del``,
 ``pgdn``, ``cmd``...) are accepted too. The check asks libX11's ``XStringToKeysym``, the function
 xdotool itself uses, so a name that passes here is a name xdotool presses.
+
+Keys that act on the X server rather than the application are refused, by keysym value (so a
+spelling such as ``0xfed5`` is caught too): ``Terminate_Server`` (XKB's zap: the display exits),
+the XFree86 server-action keysyms (``XF86Switch_VT_1``..., ``XF86Ungrab``, ``XF86ClearGrab``,
+``XF86LogWindowTree``, ``XF86LogGrabInfo``, video-mode switching), ``Sys_Req``, and the XKB
+keyboard-control and mouse-keys keysyms (``AccessX_Enable``, ``Pointer_Button1``...), which change
+how the server treats every later key and click.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from collections.abc import Callable
 
 from openenv_mcp import ToolFailed
 
-__all__ = ["parse_keys"]
+__all__ = ["REFUSED_KEYSYMS", "parse_keys"]
 
 MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "alt": "alt", "shift": "shift", "super": "super", "meta": "meta"}
 ALIASES = {
@@ -51,6 +58,16 @@ ALIASES = {
     "plus": "plus",
     "minus": "minus",
 }
+# Keysyms that act on the X server itself, as (first, last) ranges.
+REFUSED_KEYSYMS = (
+    (0xFED5, 0xFED5),  # Terminate_Server
+    (0xFF15, 0xFF15),  # Sys_Req
+    (0xFE70, 0xFE7F),  # AccessX_Enable ... AudibleBell_Enable: keyboard controls
+    (0xFEE0, 0xFEFF),  # Pointer_Left ... Pointer_Drag5: mouse keys
+    (0x1008FE01, 0x1008FEFF),  # XF86Switch_VT_1..12, XF86Ungrab, XF86ClearGrab, XF86*_VMode, XF86Log*
+)
+_REFUSED_NAMES: tuple[str, ...] = ("terminate_server", "sys_req", "accessx", "pointer_", "xf86switch_vt")
+_REFUSED_NAMES += ("xf86ungrab", "xf86cleargrab", "xf86next_vmode", "xf86prev_vmode", "xf86log")
 HOW = (
     "use X key names such as Return, Escape, Tab, BackSpace, Delete, Up, Page_Down, F5, a, A, slash, "
     "with modifiers ctrl, alt, shift, super joined by '+' (ctrl+shift+s); separate successive keys with spaces"
@@ -71,11 +88,23 @@ def _string_to_keysym() -> Callable[[bytes], int] | None:
     return lookup
 
 
-def _is_keysym(name: str) -> bool:
+def _keysym(name: str) -> int | None:
+    """The keysym ``name`` stands for (-1: plausible, but no libX11 to ask), or None."""
     lookup = _string_to_keysym()
     if lookup is None:  # no libX11 here: xdotool's own complaint is checked after the call
-        return name.isascii() and name.replace("_", "").isalnum()
-    return bool(lookup(name.encode("ascii", "replace")))
+        return -1 if name.isascii() and name.replace("_", "").isalnum() else None
+    return lookup(name.encode("ascii", "replace")) or None
+
+
+def _is_keysym(name: str) -> bool:
+    return _keysym(name) is not None
+
+
+def _acts_on_the_server(name: str) -> bool:
+    value = _keysym(name)
+    if value is not None and any(first <= value <= last for first, last in REFUSED_KEYSYMS):
+        return True
+    return name.lower().startswith(_REFUSED_NAMES)
 
 
 def _key(name: str) -> str | None:
@@ -105,6 +134,12 @@ def parse_keys(keys: str) -> list[str]:
             if found is None:
                 shown = part or "(empty: write plus for the + key)"
                 raise ToolFailed(f"Unknown key name {shown!r} in {combo!r}; {HOW}")
+            if _acts_on_the_server(found):
+                raise ToolFailed(
+                    f"The key {part!r} in {combo!r} acts on the X server itself (it could end or lock this "
+                    f"episode's display), so it is refused and nothing was pressed; press keys the application "
+                    f"handles instead: {HOW}"
+                )
             names.append(found)
         *modifiers, _ = names
         if any(m not in MODIFIERS.values() for m in modifiers):

@@ -5,6 +5,10 @@ The same class serves both modes: a sim episode's Xvfb display or the prod displ
 with a ``sync`` function (the sim editor answers once it has handled and drawn every input event
 sent before the question) or, without one, by waiting until two frames in a row are identical,
 bounded by ``DESKTOP_SETTLE_TIMEOUT_MS``.
+
+A sim display has an :class:`~servers.desktop.authority.Authority`: xdotool gets its file
+(``XAUTHORITY``), screenshots its cookie (:mod:`servers.desktop.capture`), so every episode's
+clients hold that episode's cookie and no other. Prod clients find their cookie as X clients do.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 from PIL import Image as Picture
-from PIL import ImageGrab
 
 from openenv_mcp import BackendUnavailable, ToolFailed
 from openenv_mcp.tools import Image
+from servers.desktop.authority import Authority
+from servers.desktop.capture import grab
 from servers.desktop.keys import parse_keys
 from servers.desktop.models import Acted, ScreenInfo
 from servers.desktop.settings import DesktopSettings
@@ -35,21 +40,26 @@ class Screen:
     """Screenshots of, and input to, the X display ``display`` (e.g. ``:0``)."""
 
     def __init__(
-        self, display: str, settings: DesktopSettings, *, sync: Callable[[], Awaitable[bool]] | None = None
+        self,
+        display: str,
+        settings: DesktopSettings,
+        *,
+        sync: Callable[[], Awaitable[bool]] | None = None,
+        authority: Authority | None = None,
     ) -> None:
         self.display = display
         self.settings = settings
         self._sync = sync
         self._size: tuple[int, int] | None = None
+        self._cookie = authority.cookie if authority is not None else None
         self._env = {**os.environ, "DISPLAY": display}
+        if authority is not None:
+            self._env["XAUTHORITY"] = str(authority.path)
 
     # pictures ---------------------------------------------------------------------------------------
 
     def _grab(self) -> Picture.Image:
-        try:
-            return ImageGrab.grab(xdisplay=self.display)
-        except OSError as exc:
-            raise BackendUnavailable(f"Cannot read the X display {self.display}: {exc}") from None
+        return grab(self.display, self._cookie)
 
     def _encode(self, frame: Picture.Image) -> Image[ScreenInfo]:
         settings = self.settings

@@ -38,6 +38,18 @@ class DesktopSettings(BaseSettings):
     startup_timeout: float = Field(
         default=20.0, gt=0, le=300, description="Seconds a sim episode's display and editor may take to start"
     )
+    editor_memory_mb: int = Field(
+        default=512, ge=128, le=65_536, description="Address space each sim editor may use, in MiB (RLIMIT_AS)"
+    )
+    display_memory_mb: int = Field(
+        default=512, ge=256, le=65_536, description="Address space each sim Xvfb server may use, in MiB (RLIMIT_AS)"
+    )
+    max_document_chars: int = Field(
+        default=1_000_000,
+        ge=10_000,
+        le=100_000_000,
+        description="The most characters a sim editor document may hold; typing or pasting past it is refused",
+    )
     editor_python: str = Field(
         default_factory=lambda: sys.executable,
         description="The Python that runs the sim editor; it needs tkinter (e.g. /usr/bin/python3 with python3-tk)",

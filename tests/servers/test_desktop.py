@@ -28,6 +28,7 @@ from PIL import Image as Picture
 from openenv_mcp import EnvClient, InvalidToolArguments, StepResult, ToolFailed
 from openenv_mcp.models import ImageBlock
 from servers.desktop import environment
+from servers.desktop.authority import Authority
 from servers.desktop.backends import EDITOR, AppState, Scenario, SimDesktop
 from servers.desktop.display import VirtualDisplay, stop_process
 from servers.desktop.keys import parse_keys
@@ -317,13 +318,15 @@ def test_screenshots_follow_the_resolution_format_and_quality_settings(x11: None
 
 @pytest.fixture
 def foreign_display(x11: None, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """An Xvfb display and the editor on it, started here as a user's session would be."""
+    """An Xvfb display that wants a cookie and the editor on it, started here as a user's session would be."""
     documents = tmp_path / "Documents"
     documents.mkdir()
     (documents / "hello.txt").write_text("", encoding="utf-8")
 
+    authority = Authority.create(tmp_path / "Xauthority")
+
     async def start() -> tuple[VirtualDisplay, asyncio.subprocess.Process]:
-        display = await VirtualDisplay.start(width=1024, height=768)
+        display = await VirtualDisplay.start(width=1024, height=768, authority=authority)
         editor = await asyncio.create_subprocess_exec(
             DesktopSettings().editor_python,
             "-I",
@@ -332,9 +335,14 @@ def foreign_display(x11: None, tmp_path: Path) -> Iterator[tuple[str, Path]]:
             str(documents),
             "--open",
             "hello.txt",
-            env={"DISPLAY": display.name, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+            env={
+                "DISPLAY": display.name,
+                "XAUTHORITY": str(authority.path),
+                "HOME": str(tmp_path),
+                "PATH": "/usr/bin:/bin",
+            },
         )
-        screen = Screen(display.name, DesktopSettings())
+        screen = Screen(display.name, DesktopSettings(), authority=authority)
         deadline = time.monotonic() + 20
         while "hello.txt - Editor" not in await _titles(screen):
             assert time.monotonic() < deadline, "the editor did not show its window within 20 s"
@@ -344,7 +352,7 @@ def foreign_display(x11: None, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     loop = asyncio.new_event_loop()
     display, editor = loop.run_until_complete(start())
     try:
-        yield display.name, documents
+        yield display.name, authority.path
     finally:
         loop.run_until_complete(stop_process(editor))
         loop.run_until_complete(display.stop())
@@ -352,8 +360,10 @@ def foreign_display(x11: None, tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_prod_attaches_to_an_existing_display(foreign_display: tuple[str, Path], monkeypatch: Any) -> None:
-    name, documents = foreign_display
+    name, cookie_file = foreign_display
+    documents = cookie_file.parent / "Documents"
     monkeypatch.setenv("DESKTOP_DISPLAY", name)
+    monkeypatch.setenv("XAUTHORITY", str(cookie_file))  # as an operator points the server at the session's cookie
 
     async def drive(server: LiveServer) -> list[Any]:
         async with Client(server.mcp_url) as client:
