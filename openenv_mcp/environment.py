@@ -75,6 +75,9 @@ class Environment(Generic[BackendT, TaskT]):
         examples: A few valid tool calls ``(tool, arguments)`` that work on any task; the
             conformance check replays them for determinism and the benchmark times them.
         max_steps: Steps after which an episode is done whatever the grade says.
+        sim_fork: Optional fast path for forks: a copy of an episode's sim backend in the same state (grading
+            state included), independent from then on; called with the episode's lock held. Without it a fork
+            replays the episode's actions on a fresh backend, which every environment supports.
         version: The server's version, as MCP ``serverInfo`` reports it.
     """
 
@@ -92,6 +95,7 @@ class Environment(Generic[BackendT, TaskT]):
     examples: tuple[tuple[str, dict[str, Any]], ...] = ()
     max_steps: int = 20
     version: str = "0.1.0"
+    sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None  # takes what sim_backend made
 
     def variables(self, fields: tuple[str, ...] | None = None) -> list[Variable]:
         """The environment variables behind ``fields`` of the settings class (all fields by default)."""

@@ -7,23 +7,36 @@ import ctypes
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from openenv_mcp.backends import Backend
 from openenv_mcp.errors import CapacityExceeded, EpisodeNotFound
-from openenv_mcp.models import EpisodeState
+from openenv_mcp.models import EpisodeState, Observation
 from openenv_mcp.tasks import Task
 
-__all__ = ["Episode", "EpisodeTable"]
+__all__ = ["Episode", "EpisodeTable", "LoggedStep"]
 
 log = logging.getLogger(__name__)
 
 
+class LoggedStep(NamedTuple):
+    """One step an episode took: the action, a digest of its observation, and what it was graded.
+
+    The log is what makes an episode data (its task, seed and these steps): forks replay it, snapshots carry it.
+    """
+
+    tool: str
+    arguments: Mapping[str, Any]
+    digest: bytes
+    reward: float
+    done: bool
+
+
 @dataclass(eq=False, slots=True)
 class Episode:
-    """One isolated sim instance: its own backend, counters and lock."""
+    """One isolated sim instance: its own backend, counters, lock, and the log of its steps."""
 
     id: str
     task: Task
@@ -37,6 +50,9 @@ class Episode:
     last_active_at: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
+    log: list[LoggedStep] = field(default_factory=list)
+    last_observation: Observation | None = None
+    forked_from: str | None = None
 
     def touch(self) -> None:
         """Mark the episode active now (idle reaping counts from here)."""
