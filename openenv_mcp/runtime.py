@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from openenv_mcp.curriculum import Curriculum
 from openenv_mcp.environment import Environment
-from openenv_mcp.episodes import Episode, EpisodeTable, LoggedStep
+from openenv_mcp.episodes import Episode, EpisodeTable, LoggedStep, observation_digest
 from openenv_mcp.errors import (
     BackendUnavailable,
     EpisodeError,
@@ -44,7 +44,7 @@ from openenv_mcp.models import (
 )
 from openenv_mcp.observers import EpisodeObserver
 from openenv_mcp.settings import Settings
-from openenv_mcp.snapshots import SnapshotSigner, describe, observation_digest, toolset_digest
+from openenv_mcp.snapshots import SnapshotSigner, describe, toolset_digest
 from openenv_mcp.tasks import Grade, Task, TaskSet
 from openenv_mcp.tools import BoundCall
 
@@ -337,7 +337,7 @@ class Runtime:
                         raise ReplayDiverged(f"Replay failed at {where}: {exc.message}") from None
                     await self._advance(episode, bound)
                     replayed = episode.log[-1]
-                    if replayed.digest != recorded.digest:
+                    if replayed.digest() != recorded.digest():
                         raise ReplayDiverged(
                             f"Replay diverged at {where}: the observation differs from the recorded one "
                             f"(the environment is not deterministic under seed {seed}, or changed since)"
@@ -425,8 +425,15 @@ class Runtime:
         episode.total_reward += grade.reward
         truncated = not grade.done and episode.step_count >= episode.max_steps
         episode.done = grade.done or truncated
+        # What the log keeps of the observation (LoggedStep): its one text block, or its digest. Inline and built
+        # with tuple.__new__ (not the NamedTuple's Python-level __new__): this runs on every step.
+        content = observation.content
+        if len(content) == 1 and not observation.is_error and type(block := content[0]) is TextBlock:
+            result: str | bytes = block.text
+        else:
+            result = observation_digest(observation)
         episode.log.append(
-            LoggedStep(bound.tool.name, bound.arguments, observation_digest(observation), grade.reward, episode.done)
+            tuple.__new__(LoggedStep, (bound.tool.name, bound.arguments, result, grade.reward, episode.done))
         )
         episode.last_observation = observation
         episode.touch()

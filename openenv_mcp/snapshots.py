@@ -22,30 +22,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from openenv_mcp.episodes import Episode, LoggedStep
+from openenv_mcp.episodes import Episode, LoggedStep, observation_digest
 from openenv_mcp.errors import SnapshotRejected
-from openenv_mcp.models import ImageBlock, Observation, Snapshot, SnapshotStep
+from openenv_mcp.models import Snapshot, SnapshotStep
 from openenv_mcp.tools import Tool
 
 __all__ = ["SnapshotSigner", "observation_digest", "toolset_digest"]
-
-
-def observation_digest(observation: Observation) -> bytes:
-    """A 16-byte digest of what an observation shows: every content block and the error flag.
-
-    Structured content is rendered into the text block, so it is covered too. Stable across processes.
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    for block in observation.content:
-        if isinstance(block, ImageBlock):
-            payload = block.data.encode()
-            digest.update(b"i%d:%s:" % (len(payload), block.mime_type.encode()))
-        else:
-            payload = block.text.encode("utf-8", errors="surrogatepass")
-            digest.update(b"t%d:" % len(payload))
-        digest.update(payload)
-    digest.update(b"E" if observation.is_error else b"-")
-    return digest.digest()
 
 
 def toolset_digest(tools: Iterable[Tool]) -> str:
@@ -94,7 +76,7 @@ class SnapshotSigner:
                 SnapshotStep(
                     tool=step.tool,
                     arguments=dict(step.arguments),
-                    observation=step.digest.hex(),
+                    observation=step.digest().hex(),
                     reward=step.reward,
                     done=step.done,
                 )
