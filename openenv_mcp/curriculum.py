@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Literal, Protocol
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
@@ -37,7 +37,7 @@ class _Task(Protocol):
     def split(self) -> str: ...
 
 
-TaskT = TypeVar("TaskT", bound=_Task)
+Status = Literal["new", "learning", "too_easy", "too_hard"]
 
 
 class Curriculum:
@@ -92,7 +92,7 @@ class Curriculum:
         recent = self._outcomes(task_id)
         return sum(recent) / len(recent) if len(recent) >= self.min_attempts else None
 
-    def status(self, task_id: str) -> str:
+    def status(self, task_id: str) -> Status:
         rate = self.rate(task_id)
         if rate is None:
             return "new"
@@ -146,7 +146,7 @@ class Curriculum:
                     successes=self._successes[task.id],
                     recent_success_rate=self.rate(task.id),
                     weight=self.weight(task.id),
-                    status=self.status(task.id),  # type: ignore[arg-type]
+                    status=self.status(task.id),
                 )
                 for task in self.tasks
             ],
@@ -167,7 +167,3 @@ class Curriculum:
         draws = GaugeMetricFamily("openenv_curriculum_draws", "Tasks the curriculum has drawn")
         draws.add_metric([], float(self.draws))
         yield draws
-
-
-def _ids(tasks: Sequence[_Task]) -> list[str]:
-    return [task.id for task in tasks]
