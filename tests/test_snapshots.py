@@ -189,3 +189,32 @@ def test_a_replay_that_differs_names_the_first_differing_step(sim_server: LiveSe
         with pytest.raises(ReplayDiverged, match=r"step 2 \(describe_table .*orders.*\) of the snapshot"):
             env.reset(snapshot=snapshot)
         assert len(runtime.episodes) == opened  # the half-replayed episode was closed
+
+
+def test_a_coding_fork_copies_the_workspace_without_following_or_blocking_on_what_the_code_planted() -> None:
+    from servers.coding import environment as coding
+
+    plant = (
+        "import os\n"
+        "open('notes.txt', 'w').write('kept')\n"
+        "os.mkdir('sub'); open('sub/deep.txt', 'w').write('deep')\n"
+        "os.symlink('/etc/hostname', 'link')\n"
+        "os.mkfifo('pipe')\n"
+        "print('planted')"
+    )
+    look = (
+        "import os\n"
+        "print(sorted(os.listdir('.')), open('notes.txt').read(), open('sub/deep.txt').read(),"
+        " os.path.islink('link'), os.readlink('link'))"
+    )
+    with live_server(coding, mode="sim") as server, EnvClient(server.url, timeout=60) as env:
+        env.reset(seed=2)
+        assert "planted" in env.step("run_python", {"code": plant}).observation.text
+        fork = env.fork()
+        assert fork.info["via"] == "fast"
+        seen = env.step("run_python", {"code": look}, episode_id=fork.episode_id).observation.structured_content
+        assert seen is not None
+        assert "['link', 'main.py', 'notes.txt', 'sub'] kept deep True /etc/hostname" in seen["stdout"]
+        env.step("run_python", {"code": "open('notes.txt', 'w').write('changed')"}, episode_id=fork.episode_id)
+        mine = env.step("run_python", {"code": "print(open('notes.txt').read())"}).observation.structured_content
+        assert mine is not None and mine["stdout"] == "kept\n"
