@@ -2,8 +2,9 @@
 
 Sections: step (HTTP step latency), mcp (MCP tool-call latency over Streamable HTTP and stdio), reset (reset
 latency), throughput (steps/s with 1, 16, 64 clients), memory (per open episode, episodes in 2 GB), startup (to
-ready). Every server is a subprocess on this machine; ours and the baselines are measured in the same run,
-interleaved, and every figure is printed with its ratio to its baseline. See bench/README.md.
+ready), fork (fork at step 10 against a reset; snapshot sizes). Every server is a subprocess on this machine;
+ours and the baselines are measured in the same run, interleaved, and every figure is printed with its ratio to
+its baseline. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import latency, measure, memory, servers, startup, throughput
+from bench import fork, latency, measure, memory, servers, startup, throughput
 from bench.context import ENVS, FULL, QUICK, SECTIONS, Context
 from bench.report import Row, table, write_json
 from bench.trivial import TABLES
@@ -65,6 +66,8 @@ async def _run(ctx: Context) -> list[Row]:
         rows += await memory.run(ctx)
     if "startup" in ctx.sections:
         rows += await startup.run(ctx)
+    if "fork" in ctx.sections:
+        rows += await fork.run(ctx)
     order = {name: i for i, name in enumerate(SECTIONS)}
     return sorted(rows, key=lambda r: order[r.section])
 

@@ -2,7 +2,8 @@
 
 Both modes: ``GET /healthz``, ``GET /readyz``, ``GET /metrics``, and MCP at ``/mcp``.
 Sim mode adds ``POST /reset``, ``POST /step``, ``POST /step_batch``, ``GET /state``,
-``DELETE /episodes/{id}``, ``GET /tasks`` and the WebSocket ``/ws``; in prod those paths
+``DELETE /episodes/{id}``, ``POST /episodes/{id}/fork``, ``POST /episodes/{id}/snapshot``,
+``GET /tasks`` and the WebSocket ``/ws``; in prod those paths
 answer 404 with a message saying so.
 Errors are ``{"error": {"code", "message"}}``, mapped from the exception tree here, once.
 Before any route, :class:`~openenv_mcp.security.Guard` checks Host, Origin and the optional
@@ -32,13 +33,14 @@ from openenv_mcp.models import (
     ErrorBody,
     Readiness,
     ResetRequest,
+    Snapshot,
     StepBatchRequest,
     StepRequest,
     StepResult,
     TaskList,
 )
 from openenv_mcp.ors import ors_router
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import ForkVia, Runtime
 from openenv_mcp.security import AUTHENTICATED, AccessPolicy, Guard, serving_warning
 from openenv_mcp.settings import Settings, load_settings
 from openenv_mcp.web.pages import web_router
@@ -171,9 +173,9 @@ def build_app(runtime: Runtime) -> FastAPI:
 
         @app.post("/reset", tags=["episodes"])
         async def reset(body: ResetRequest | None = None) -> StepResult:
-            """Open an episode on a task picked by id, or by split and seed."""
+            """Open an episode on a task picked by id, or by split and seed; or restore one from a snapshot."""
             body = body or ResetRequest()
-            return await runtime.reset(task_id=body.task_id, split=body.split, seed=body.seed)
+            return await runtime.reset(task_id=body.task_id, split=body.split, seed=body.seed, snapshot=body.snapshot)
 
         @app.post("/step", tags=["episodes"])
         async def step(body: StepRequest, x_episode_id: EpisodeHeader = None) -> StepResult:
@@ -198,6 +200,16 @@ def build_app(runtime: Runtime) -> FastAPI:
             """Close an episode and free its backend; returns its final state."""
             episode = await runtime.close_episode(episode_id)
             return episode.state()
+
+        @app.post("/episodes/{episode_id}/fork", tags=["episodes"])
+        async def fork_episode(episode_id: str, via: ForkVia = "auto") -> StepResult:
+            """A new episode in this one's state now (task, steps, reward so far); both go on independently."""
+            return await runtime.fork(episode_id, via=via)
+
+        @app.post("/episodes/{episode_id}/snapshot", tags=["episodes"])
+        async def snapshot_episode(episode_id: str) -> Snapshot:
+            """The episode as signed data (task, seed, actions); POST /reset {"snapshot": ...} restores it."""
+            return await runtime.snapshot(episode_id)
 
         @app.get("/tasks", tags=["episodes"])
         async def tasks(split: str | None = None) -> TaskList:

@@ -6,7 +6,9 @@
         print(result.reward, result.done, env.state().total_reward)
 
 A client remembers the episode its last ``reset`` opened; pass ``episode_id=`` to act on
-another. Server errors are raised as the package's own exceptions, carrying the server's message.
+another. ``fork()`` opens a copy of an episode in its current state, ``snapshot()`` returns an
+episode as signed data, and ``reset(snapshot=...)`` restores one (docs/episodes.md). Server
+errors are raised as the package's own exceptions, carrying the server's message.
 ``token=`` sends the server's bearer token (``OPENENV_AUTH_TOKEN``) with every request.
 """
 
@@ -21,7 +23,7 @@ import httpx
 from pydantic import BaseModel
 
 from openenv_mcp.errors import OpenEnvError, ResetNeeded, error_for_code
-from openenv_mcp.models import BatchItem, BatchResult, EpisodeState, StepResult, TaskList
+from openenv_mcp.models import BatchItem, BatchResult, EpisodeState, Snapshot, StepResult, TaskList
 
 __all__ = ["AsyncEnvClient", "EnvClient", "auth_headers"]
 
@@ -68,9 +70,22 @@ class _Base:
             raise ResetNeeded("No episode yet: call reset() first, or pass episode_id=")
         return {_HEADER: chosen}
 
-    def _reset(self, task_id: str | None, split: str | None, seed: int | None) -> _Call:
-        body = {k: v for k, v in {"task_id": task_id, "split": split, "seed": seed}.items() if v is not None}
+    def _reset(self, task_id: str | None, split: str | None, seed: int | None, snapshot: Snapshot | None) -> _Call:
+        body: dict[str, Any] = {
+            k: v for k, v in {"task_id": task_id, "split": split, "seed": seed}.items() if v is not None
+        }
+        if snapshot is not None:
+            body["snapshot"] = snapshot.model_dump(mode="json")
         return _Call("POST", "/reset", {}, body)
+
+    def _fork(self, episode_id: str | None, via: str) -> _Call:
+        return _Call("POST", f"/episodes/{self._episode(episode_id)[_HEADER]}/fork?via={via}", {})
+
+    def _snapshot(self, episode_id: str | None) -> _Call:
+        return _Call("POST", f"/episodes/{self._episode(episode_id)[_HEADER]}/snapshot", {})
+
+    def _forks(self, episode_ids: Sequence[str]) -> _Call:
+        return _Call("POST", "/step_batch", {}, {"steps": [{"episode_id": e, "fork": True} for e in episode_ids]})
 
     def _step(self, tool: str, arguments: dict[str, Any] | None, episode_id: str | None) -> _Call:
         return _Call(
@@ -112,11 +127,33 @@ class EnvClient(_Base):
     def _send(self, call: _Call, model: type[ModelT]) -> ModelT:
         return _parse(self._http.request(call.method, call.path, headers=call.headers, json=call.body), model)
 
-    def reset(self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None) -> StepResult:
-        """Open an episode (by task id, or by split and seed) and make it this client's current one."""
-        result = self._send(self._reset(task_id, split, seed), StepResult)
+    def reset(
+        self,
+        *,
+        task_id: str | None = None,
+        split: str | None = None,
+        seed: int | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> StepResult:
+        """Open an episode (by task id, or by split and seed, or from a snapshot); it becomes the current one."""
+        result = self._send(self._reset(task_id, split, seed, snapshot), StepResult)
         self.episode_id = result.episode_id
         return result
+
+    def fork(self, *, episode_id: str | None = None, via: str = "auto") -> StepResult:
+        """A new episode in the current one's (or ``episode_id``'s) state; the current episode stays the same.
+
+        ``via="replay"`` replays the actions even where the environment has a fast path.
+        """
+        return self._send(self._fork(episode_id, via), StepResult)
+
+    def fork_batch(self, episode_ids: Sequence[str]) -> list[BatchItem]:
+        """One fork of each of ``episode_ids`` (repeat an id for several), in one request through the batch path."""
+        return self._send(self._forks(episode_ids), BatchResult).results
+
+    def snapshot(self, *, episode_id: str | None = None) -> Snapshot:
+        """The current episode (or ``episode_id``) as signed data; ``reset(snapshot=...)`` restores it."""
+        return self._send(self._snapshot(episode_id), Snapshot)
 
     def step(self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None) -> StepResult:
         """Call ``tool`` with ``arguments`` on the current episode (or ``episode_id``)."""
@@ -186,11 +223,25 @@ class AsyncEnvClient(_Base):
         return _parse(await self._http.request(call.method, call.path, headers=call.headers, json=call.body), model)
 
     async def reset(
-        self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        split: str | None = None,
+        seed: int | None = None,
+        snapshot: Snapshot | None = None,
     ) -> StepResult:
-        result = await self._send(self._reset(task_id, split, seed), StepResult)
+        result = await self._send(self._reset(task_id, split, seed, snapshot), StepResult)
         self.episode_id = result.episode_id
         return result
+
+    async def fork(self, *, episode_id: str | None = None, via: str = "auto") -> StepResult:
+        return await self._send(self._fork(episode_id, via), StepResult)
+
+    async def fork_batch(self, episode_ids: Sequence[str]) -> list[BatchItem]:
+        return (await self._send(self._forks(episode_ids), BatchResult)).results
+
+    async def snapshot(self, *, episode_id: str | None = None) -> Snapshot:
+        return await self._send(self._snapshot(episode_id), Snapshot)
 
     async def step(
         self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None

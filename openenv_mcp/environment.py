@@ -78,6 +78,9 @@ class Environment(Generic[BackendT, TaskT]):
             ``--policy scripted`` plays (so ``rollout`` and ``eval`` show an environment's ceiling);
             ``None`` when the environment has none to ship.
         max_steps: Steps after which an episode is done whatever the grade says.
+        sim_fork: Optional fast path for forks: a copy of an episode's sim backend in the same state (grading
+            state included), independent from then on; called with the episode's lock held. Without it a fork
+            replays the episode's actions on a fresh backend, which every environment supports.
         version: The server's version, as MCP ``serverInfo`` reports it.
     """
 
@@ -96,6 +99,7 @@ class Environment(Generic[BackendT, TaskT]):
     solve: Callable[[TaskT], Sequence[tuple[str, dict[str, Any]]]] | None = None
     max_steps: int = 20
     version: str = "0.1.0"
+    sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None  # takes what sim_backend made
 
     def variables(self, fields: tuple[str, ...] | None = None) -> list[Variable]:
         """The environment variables behind ``fields`` of the settings class (all fields by default)."""

@@ -4,26 +4,65 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from openenv_mcp.backends import Backend
 from openenv_mcp.errors import CapacityExceeded, EpisodeNotFound
-from openenv_mcp.models import EpisodeState
+from openenv_mcp.models import EpisodeState, Observation, TextBlock
 from openenv_mcp.tasks import Task
 
-__all__ = ["Episode", "EpisodeTable"]
+__all__ = ["Episode", "EpisodeTable", "LoggedStep", "observation_digest"]
 
 log = logging.getLogger(__name__)
 
 
+def observation_digest(observation: Observation) -> bytes:
+    """A 16-byte BLAKE2b digest of what an observation shows: every content block and the error flag.
+
+    Structured content is rendered into the text block, so it is covered too. Stable across processes. It hashes
+    one string, the blocks joined by NUL (JSON text never holds a raw NUL; a tool's own error text could, which at
+    worst makes two such observations compare equal).
+    """
+    parts = [
+        block.text if type(block) is TextBlock else f"image:{block.mime_type}:{block.data}"  # type: ignore[union-attr]
+        for block in observation.content
+    ]
+    parts.append("E" if observation.is_error else "-")
+    return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class LoggedStep(NamedTuple):
+    """One step an episode took: the action, what it showed, and what it was graded.
+
+    The log is what makes an episode data (its task, seed and these steps): forks replay it, snapshots carry it.
+    ``result`` is the observation's one text block when that is all it shows (a string the step made anyway:
+    keeping it costs no copy and no garbage-collector work, and its digest is computed only when a fork or a
+    snapshot needs it, off the step path), else the observation's digest (an image, an error, several blocks;
+    and every step restored from a snapshot).
+    """
+
+    tool: str
+    arguments: Mapping[str, Any]
+    result: str | bytes
+    reward: float
+    done: bool
+
+    def digest(self) -> bytes:
+        result = self.result
+        if isinstance(result, bytes):
+            return result
+        return hashlib.blake2b((result + "\0-").encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass(eq=False, slots=True)
 class Episode:
-    """One isolated sim instance: its own backend, counters and lock."""
+    """One isolated sim instance: its own backend, counters, lock, and the log of its steps."""
 
     id: str
     task: Task
@@ -37,6 +76,9 @@ class Episode:
     last_active_at: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
+    log: list[LoggedStep] = field(default_factory=list)
+    last_observation: Observation | None = None
+    forked_from: str | None = None
 
     def touch(self) -> None:
         """Mark the episode active now (idle reaping counts from here)."""

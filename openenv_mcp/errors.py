@@ -10,7 +10,9 @@
     ├── EpisodeError           something about an episode
     │   ├── ResetNeeded        a sim call without an episode where one is required
     │   ├── EpisodeNotFound    unknown or already closed episode id
-    │   └── EpisodeFinished    the episode is done; reset to start another
+    │   ├── EpisodeFinished    the episode is done; reset to start another
+    │   ├── SnapshotRejected   a snapshot this server did not make, or one altered since
+    │   └── ReplayDiverged     replaying an episode's actions gave other observations (names the step)
     ├── CapacityExceeded       too many open episodes
     ├── ModeError              a sim-only operation asked of a prod server (or the reverse)
     ├── AccessDenied           an HTTP request refused before any route (openenv_mcp.security)
@@ -42,7 +44,9 @@ __all__ = [
     "OpenEnvError",
     "OriginNotAllowed",
     "RegistryError",
+    "ReplayDiverged",
     "ResetNeeded",
+    "SnapshotRejected",
     "ToolError",
     "ToolFailed",
     "ToolNotFound",
@@ -111,6 +115,21 @@ class EpisodeNotFound(EpisodeError):
 
 class EpisodeFinished(EpisodeError):
     code = "episode_finished"
+    status = 409
+
+
+class SnapshotRejected(EpisodeError):
+    """A snapshot made by another server (another environment or tool table), or altered since it was made."""
+
+    code = "snapshot_rejected"
+    status = 400
+
+
+class ReplayDiverged(EpisodeError):
+    """Replaying recorded actions gave another observation, reward or done flag: the environment is not
+    deterministic under its seed (or the snapshot was made by another version of it)."""
+
+    code = "replay_diverged"
     status = 409
 
 

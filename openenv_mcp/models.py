@@ -8,10 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 __all__ = [
     "Action",
+    "BatchFork",
     "BatchItem",
     "BatchResult",
     "BatchStep",
     "ContentBlock",
+    "CurriculumState",
     "EpisodeState",
     "ErrorBody",
     "ErrorDetail",
@@ -19,11 +21,14 @@ __all__ = [
     "Observation",
     "Readiness",
     "ResetRequest",
+    "Snapshot",
+    "SnapshotStep",
     "StepBatchRequest",
     "StepRequest",
     "StepResult",
     "TaskInfo",
     "TaskList",
+    "TaskProgress",
     "TextBlock",
     "construct",
 ]
@@ -80,12 +85,45 @@ class Observation(_Strict):
         return "\n".join(block.text for block in self.content if isinstance(block, TextBlock))
 
 
+class SnapshotStep(_Strict):
+    """One recorded step of a snapshot: the action, and a digest of what it gave (to check a replay against)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    observation: str = Field(description="BLAKE2b-128 digest (hex) of the observation's content and error flag")
+    reward: float
+    done: bool
+
+
+class Snapshot(_Strict):
+    """An episode as data: its task, seed and actions, signed by the server that made it.
+
+    ``POST /reset`` with ``{"snapshot": ...}`` replays the actions on a fresh backend, on this server or another
+    replica of it, and checks every step against its digest. The signature (HMAC-SHA256 with the server's
+    ``OPENENV_SNAPSHOT_KEY`` when set) doubles as the snapshot's id.
+    """
+
+    format: Literal["openenv-mcp/snapshot@1"] = "openenv-mcp/snapshot@1"
+    server: str
+    toolset: str = Field(description="Digest of the server's tool table (names and schemas)")
+    task_id: str
+    split: str
+    seed: int
+    max_steps: int
+    step_count: int
+    total_reward: float
+    done: bool
+    steps: list[SnapshotStep]
+    signature: str = ""
+
+
 class ResetRequest(_Strict):
-    """Body of ``POST /reset``: pick a task by id, or by split and seed (random when omitted)."""
+    """Body of ``POST /reset``: pick a task by id, or by split and seed (random when omitted), or give a snapshot."""
 
     task_id: str | None = None
     split: str | None = None
     seed: StrictInt | None = None  # strict: true is not a seed of 1, nor "7" of 7
+    snapshot: Snapshot | None = None
 
 
 class Action(_Strict):
@@ -137,10 +175,19 @@ class BatchStep(_Strict):
     action: Action
 
 
-class StepBatchRequest(_Strict):
-    """Body of ``POST /step_batch``: steps of many episodes, answered in order."""
+class BatchFork(_Strict):
+    """A fork in a batch: ``{"episode_id", "fork": true}``; its result is the new episode's."""
 
-    steps: list[BatchStep] = Field(min_length=1, max_length=4096)
+    episode_id: str = Field(min_length=1)
+    fork: Literal[True]
+
+
+class StepBatchRequest(_Strict):
+    """Body of ``POST /step_batch``: steps (and forks) of many episodes, answered in order."""
+
+    steps: list[Annotated[BatchStep | BatchFork, Field(union_mode="left_to_right")]] = Field(
+        min_length=1, max_length=4096
+    )
 
 
 class BatchItem(_Strict):
@@ -181,8 +228,33 @@ class TaskInfo(_Strict):
     prompt: str
 
 
+class TaskProgress(_Strict):
+    """What the curriculum knows of one task."""
+
+    task_id: str
+    attempts: int
+    successes: int
+    recent_success_rate: float | None = Field(description="Success rate over the window; None before min_attempts")
+    weight: float
+    status: Literal["new", "learning", "too_easy", "too_hard"]
+
+
+class CurriculumState(_Strict):
+    """The curriculum's settings and what it has observed, per task."""
+
+    band: tuple[float, float]
+    window: int
+    min_attempts: int
+    success_threshold: float
+    outside_weight: float
+    seed: int
+    draws: int
+    tasks: list[TaskProgress]
+
+
 class TaskList(_Strict):
     """Answer of ``GET /tasks``."""
 
     tasks: list[TaskInfo]
     splits: dict[str, int]
+    curriculum: CurriculumState | None = None

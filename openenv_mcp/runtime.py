@@ -11,25 +11,31 @@ import gc
 import logging
 import secrets
 import time
-from collections.abc import Coroutine, Generator, Mapping
+from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+from openenv_mcp.curriculum import Curriculum
 from openenv_mcp.environment import Environment
-from openenv_mcp.episodes import Episode, EpisodeTable
+from openenv_mcp.episodes import Episode, EpisodeTable, LoggedStep, observation_digest
 from openenv_mcp.errors import (
     BackendUnavailable,
+    EpisodeError,
     EpisodeFinished,
     ModeError,
     OpenEnvError,
+    ReplayDiverged,
+    ToolError,
     ToolNotFound,
 )
 from openenv_mcp.metrics import Metrics
 from openenv_mcp.models import (
+    BatchFork,
     BatchItem,
     BatchStep,
     ErrorDetail,
     Observation,
+    Snapshot,
     StepResult,
     TaskInfo,
     TaskList,
@@ -38,9 +44,15 @@ from openenv_mcp.models import (
 )
 from openenv_mcp.observers import EpisodeObserver
 from openenv_mcp.settings import Settings
-from openenv_mcp.tasks import Task, TaskSet
+from openenv_mcp.snapshots import SnapshotSigner, describe, toolset_digest
+from openenv_mcp.tasks import Grade, Task, TaskSet
+from openenv_mcp.tools import BoundCall
 
-__all__ = ["DEFAULT_EPISODE", "Outcome", "Runtime"]
+__all__ = ["DEFAULT_EPISODE", "ForkVia", "Outcome", "Runtime"]
+
+ForkVia = Literal["auto", "replay"]
+"""How a fork is made: ``auto`` uses the environment's fast path (``sim_fork``) when it declares one, else replays
+the source's actions; ``replay`` always replays."""
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +108,20 @@ class Runtime:
         self._default_lock = asyncio.Lock()
         self._defaults_opened = 0
         self._reaper: asyncio.Task[None] | None = None
+        key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
+        self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
+        self.curriculum: Curriculum | None = None
+        if settings.curriculum and self.sim:
+            self.curriculum = Curriculum(
+                self.tasks,
+                band=settings.curriculum_band,
+                window=settings.curriculum_window,
+                min_attempts=settings.curriculum_min_attempts,
+                success_threshold=settings.curriculum_success,
+                outside_weight=settings.curriculum_outside_weight,
+                seed=settings.curriculum_seed,
+            )
+            self.metrics.registry.register(self.curriculum)
 
     @property
     def sim(self) -> bool:
@@ -157,14 +183,26 @@ class Runtime:
             raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
 
     async def reset(
-        self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        split: str | None = None,
+        seed: int | None = None,
+        snapshot: Snapshot | None = None,
     ) -> StepResult:
-        """Open a new episode and return its first observation."""
+        """Open a new episode and return its first observation (or, from a snapshot, the episode it holds)."""
         self._require_sim("reset")
+        if snapshot is not None:
+            if task_id is not None or split is not None or seed is not None:
+                raise EpisodeError("A reset from a snapshot takes no task_id, split or seed: the snapshot has them")
+            return await self.restore(snapshot)
         started = time.perf_counter()
         if seed is None:
             seed = secrets.randbelow(2**31)
-        task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
+        if self.curriculum is not None and task_id is None:
+            task = self.tasks.get(self.curriculum.sample(split or self.tasks.default_split).id)
+        else:
+            task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
         episode = await self._open(task, seed)
         self.metrics.resets.inc()
         self.metrics.reset_latency.observe(time.perf_counter() - started)
@@ -180,11 +218,14 @@ class Runtime:
             info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
         )
 
-    async def _open(self, task: Task, seed: int, episode_id: str | None = None) -> Episode:
+    async def _open(
+        self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
+    ) -> Episode:
         async def build() -> Any:
             return await self.env.sim_backend(task, seed, self.server_settings)
 
-        return await self.episodes.open(task, seed, build, max_steps=self.max_steps, episode_id=episode_id)
+        limit = max_steps if max_steps is not None else self.max_steps
+        return await self.episodes.open(task, seed, build, max_steps=limit, episode_id=episode_id)
 
     async def _default_episode(self) -> Episode:
         async with self._default_lock:
@@ -215,7 +256,126 @@ class Runtime:
         tasks = [
             TaskInfo(id=t.id, split=t.split, prompt=t.prompt) for t in self.tasks if split is None or t.split == split
         ]
-        return TaskList(tasks=tasks, splits=self.tasks.splits)
+        curriculum = self.curriculum.state() if self.curriculum is not None else None
+        return TaskList(tasks=tasks, splits=self.tasks.splits, curriculum=curriculum)
+
+    # forks and snapshots (sim only) ---------------------------------------------------------------
+
+    async def fork(self, episode_id: str, *, via: ForkVia = "auto") -> StepResult:
+        """A new episode in the state ``episode_id`` is in now; both go on independently.
+
+        The fork counts against the cap. With ``via="auto"`` an environment's fast path copies the backend (under
+        the source's lock); otherwise the source's actions are replayed on a fresh backend, each step checked
+        against the observation it gave (:class:`ReplayDiverged` names the first that differs).
+        """
+        self._require_sim("Forking an episode")
+        source = self.episodes.get(episode_id)
+        copy = self.env.sim_fork if via == "auto" else None
+        if copy is None:
+            async with source.lock:  # the log as it is now; the replay itself runs outside the source's lock
+                self._check_open(source)
+                log = list(source.log)
+            episode = await self._replay(source.task, source.seed, source.max_steps, log, source.id)
+        else:
+            taken: list[Any] = []
+
+            async def build() -> Any:
+                async with source.lock:
+                    self._check_open(source)
+                    taken.extend((list(source.log), source.last_observation))
+                    return await copy(source.backend)
+
+            episode = await self.episodes.open(source.task, source.seed, build, max_steps=source.max_steps)
+            log, episode.last_observation = taken
+            self._adopt(episode, log)
+        episode.forked_from = source.id
+        return self._opened(episode, via="fast" if copy is not None else "replay")
+
+    async def snapshot(self, episode_id: str) -> Snapshot:
+        """The episode as signed data: task, seed and its steps (action, observation digest, reward, done)."""
+        self._require_sim("Snapshotting an episode")
+        episode = self.episodes.get(episode_id)
+        async with episode.lock:
+            self._check_open(episode)
+            log = list(episode.log)
+        return self.snapshots.snapshot(episode, log)
+
+    async def restore(self, snapshot: Snapshot) -> StepResult:
+        """Open an episode in the state a snapshot (of this server, or of a replica sharing its key) holds."""
+        self._require_sim("Restoring a snapshot")
+        log = self.snapshots.verify(snapshot)
+        task = self.tasks.get(snapshot.task_id)
+        episode = await self._replay(task, snapshot.seed, snapshot.max_steps, log, "the snapshot")
+        return self._opened(episode, via="replay")
+
+    def _check_open(self, episode: Episode) -> None:
+        if episode.closed:
+            raise self.episodes.not_found(episode.id)
+
+    def _adopt(self, episode: Episode, log: list[LoggedStep]) -> None:
+        episode.log = log
+        episode.step_count = len(log)
+        total = 0.0
+        for step in log:
+            total += step.reward
+        episode.total_reward = total
+        episode.done = bool(log and log[-1].done)
+
+    async def _replay(self, task: Task, seed: int, max_steps: int, log: Sequence[LoggedStep], source: str) -> Episode:
+        """A new episode of ``task`` under ``seed`` after replaying ``log`` through the one path, checked step by
+        step; closed again (and :class:`ReplayDiverged` raised) at the first step that differs."""
+        episode = await self._open(task, seed, max_steps=max_steps)
+        try:
+            async with episode.lock:
+                for index, recorded in enumerate(log, 1):
+                    where = f"step {index} ({recorded.tool} {describe(recorded.arguments)}) of {source}"
+                    if episode.done:
+                        raise ReplayDiverged(f"Replay diverged at {where}: the replayed episode was already done")
+                    try:
+                        bound = self.tools.bind(recorded.tool, recorded.arguments)
+                    except ToolError as exc:
+                        raise ReplayDiverged(f"Replay failed at {where}: {exc.message}") from None
+                    await self._advance(episode, bound)
+                    replayed = episode.log[-1]
+                    if replayed.digest() != recorded.digest():
+                        raise ReplayDiverged(
+                            f"Replay diverged at {where}: the observation differs from the recorded one "
+                            f"(the environment is not deterministic under seed {seed}, or changed since)"
+                        )
+                    if (replayed.reward, replayed.done) != (recorded.reward, recorded.done):
+                        raise ReplayDiverged(
+                            f"Replay diverged at {where}: reward {replayed.reward:g} done {replayed.done}, "
+                            f"recorded reward {recorded.reward:g} done {recorded.done}"
+                        )
+        except BaseException:
+            await self.episodes.close(episode.id)
+            raise
+        return episode
+
+    def _opened(self, episode: Episode, *, via: str) -> StepResult:
+        """Announce a fork or a restored episode to the observers; its answer (its last observation)."""
+        task = episode.task
+        first = task_observation(task, self.tools.names)
+        for observer in self.observers:
+            observer.on_reset(episode, first)
+        last = episode.log[-1] if episode.log else None
+        return construct(
+            StepResult,
+            episode_id=episode.id,
+            observation=episode.last_observation or first,
+            reward=last.reward if last is not None else 0.0,
+            done=episode.done,
+            info={
+                "task_id": task.id,
+                "split": task.split,
+                "seed": episode.seed,
+                "max_steps": episode.max_steps,
+                "step_count": episode.step_count,
+                "total_reward": episode.total_reward,
+                "forked_from": episode.forked_from,
+                "via": via,
+            },
+        )
 
     # the one path ------------------------------------------------------------------------------
 
@@ -238,16 +398,10 @@ class Runtime:
                             f"Episode {episode.id!r} is done after {episode.step_count} steps "
                             f"(total reward {episode.total_reward:g}); POST /reset to start another"
                         )
-                    ran = time.perf_counter()
-                    observation = await bound.run(episode.backend)
-                    ran = time.perf_counter() - ran
-                    episode.step_count += 1
-                    grade = await self.env.grade(episode.task, episode.backend, bound, observation)
-                    episode.total_reward += grade.reward
-                    truncated = not grade.done and episode.step_count >= episode.max_steps
-                    episode.done = grade.done or truncated
-                    episode.touch()
+                    observation, grade, truncated, ran = await self._advance(episode, bound)
                 result = Outcome(observation, episode, grade.reward, episode.done, truncated)
+                if episode.done and self.curriculum is not None:
+                    self.curriculum.record(episode.task.id, episode.total_reward)
                 for observer in self.observers:
                     observer.on_step(episode, bound, result, ran)
             outcome = "tool_failed" if observation.is_error else "ok"
@@ -261,18 +415,47 @@ class Runtime:
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 
-    async def step_batch(self, steps: list[BatchStep]) -> list[BatchItem]:
-        """Run many episodes' steps concurrently; answers in order, each with its own error if any.
+    async def _advance(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]:
+        """Run one validated call on an episode (its lock held) and grade it: the one step, for calls and replays."""
+        ran = time.perf_counter()
+        observation = await bound.run(episode.backend)
+        ran = time.perf_counter() - ran
+        episode.step_count += 1
+        grade = await self.env.grade(episode.task, episode.backend, bound, observation)
+        episode.total_reward += grade.reward
+        truncated = not grade.done and episode.step_count >= episode.max_steps
+        episode.done = grade.done or truncated
+        # What the log keeps of the observation (LoggedStep): its one text block, or its digest. Inline and built
+        # with tuple.__new__ (not the NamedTuple's Python-level __new__): this runs on every step.
+        content = observation.content
+        if len(content) == 1 and not observation.is_error and type(block := content[0]) is TextBlock:
+            result: str | bytes = block.text
+        else:
+            result = observation_digest(observation)
+        episode.log.append(
+            tuple.__new__(LoggedStep, (bound.tool.name, bound.arguments, result, grade.reward, episode.done))
+        )
+        episode.last_observation = observation
+        episode.touch()
+        return observation, grade, truncated, ran
 
-        Steps of one episode run in the order given (the episode's lock is first come, first served).
+    async def step_batch(self, steps: Sequence[BatchStep | BatchFork]) -> list[BatchItem]:
+        """Run many episodes' steps (and forks) concurrently; answers in order, each with its own error if any.
+
+        Steps of one episode run in the order given (the episode's lock is first come, first served); a fork
+        takes the state its source has once the steps before it in the batch have run.
         """
 
-        async def one(step: BatchStep) -> BatchItem:
+        async def one(step: BatchStep | BatchFork) -> BatchItem:
             try:
-                outcome = await self.call(step.action.tool, step.action.arguments, step.episode_id)
+                if type(step) is BatchFork:
+                    result = await self.fork(step.episode_id)
+                else:
+                    assert isinstance(step, BatchStep)
+                    result = (await self.call(step.action.tool, step.action.arguments, step.episode_id)).as_step()
             except OpenEnvError as exc:
                 return BatchItem(ok=False, error=ErrorDetail(code=exc.code, message=exc.message), status=exc.status)
-            return construct(BatchItem, ok=True, result=outcome.as_step(), error=None, status=200)
+            return construct(BatchItem, ok=True, result=result, error=None, status=200)
 
         return await eager_gather([one(step) for step in steps])
 

@@ -61,6 +61,25 @@ class Settings(BaseSettings):
         default=None,
         description="File of accepted bearer tokens, one per line, re-read when it changes (for rotation)",
     )
+    snapshot_key: SecretStr | None = Field(
+        default=None,
+        description="Key that signs episode snapshots (HMAC-SHA256); replicas that restore each other's share it",
+    )
+    curriculum: bool = Field(
+        default=False, description="Draw the task of a reset without task_id from the adaptive curriculum"
+    )
+    curriculum_band: tuple[float, float] = Field(
+        default=(0.2, 0.8), description="Target success rate per task, low and high (JSON list)"
+    )
+    curriculum_window: int = Field(default=20, ge=1, description="Recent episodes per task the success rate uses")
+    curriculum_min_attempts: int = Field(default=3, ge=1, description="Episodes of a task before its rate counts")
+    curriculum_success: float = Field(
+        default=1.0, description="Total reward at or above which a finished episode is a success"
+    )
+    curriculum_outside_weight: float = Field(
+        default=0.1, ge=0, description="Sampling weight of a task outside the band (one inside weighs 1)"
+    )
+    curriculum_seed: int = Field(default=0, description="Seed of the curriculum's draws (reproducible runs)")
     trajectories: str | None = Field(
         default=None,
         description=(

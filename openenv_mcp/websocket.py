@@ -8,6 +8,9 @@ and an optional ``id`` echoed in the answer:
     {"op": "step_batch", "steps": [{"episode_id", "action"}, ...]}
     {"op": "state", "episode_id"?}
     {"op": "close", "episode_id"?}
+    {"op": "fork", "episode_id"?, "via"?}          a new episode in this one's state (opened on this connection)
+    {"op": "snapshot", "episode_id"?}             the episode as signed data
+    {"op": "restore", "snapshot": {...}}          a new episode from a snapshot (opened on this connection)
 
 Answers are ``{"id"?, "ok": true, "result": ...}`` (the same shapes as the HTTP routes) or
 ``{"id"?, "ok": false, "status": 404, "error": {"code", "message"}}``. ``episode_id`` defaults to
@@ -25,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, Valid
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
-from openenv_mcp.models import Action, BatchItem, BatchStep
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.models import Action, BatchFork, BatchItem, BatchStep, Snapshot
+from openenv_mcp.runtime import ForkVia, Runtime
 
 __all__ = ["websocket_door"]
 
@@ -51,7 +54,9 @@ class _Step(_Op):
 
 class _Batch(_Op):
     op: Literal["step_batch"]
-    steps: list[BatchStep] = Field(min_length=1, max_length=4096)
+    steps: list[Annotated[BatchStep | BatchFork, Field(union_mode="left_to_right")]] = Field(
+        min_length=1, max_length=4096
+    )
 
 
 class _State(_Op):
@@ -59,7 +64,25 @@ class _State(_Op):
     episode_id: str | None = None
 
 
-_Message = TypeAdapter(Annotated[_Reset | _Step | _Batch | _State, Field(discriminator="op")])
+class _Fork(_Op):
+    op: Literal["fork"]
+    episode_id: str | None = None
+    via: ForkVia = "auto"
+
+
+class _Snapshot(_Op):
+    op: Literal["snapshot"]
+    episode_id: str | None = None
+
+
+class _Restore(_Op):
+    op: Literal["restore"]
+    snapshot: Snapshot
+
+
+_Message = TypeAdapter(
+    Annotated[_Reset | _Step | _Batch | _State | _Fork | _Snapshot | _Restore, Field(discriminator="op")]
+)
 
 
 def websocket_door(runtime: Runtime) -> Callable[[WebSocket], Awaitable[None]]:
@@ -125,6 +148,15 @@ async def _run(runtime: Runtime, message: _Op, opened: list[str]) -> bytes:
         return _json(outcome.as_step())
     if isinstance(message, _Batch):
         return _ITEMS.dump_json(await runtime.step_batch(message.steps), exclude_none=True)
+    if isinstance(message, _Fork | _Restore):
+        if isinstance(message, _Fork):
+            opened_now = await runtime.fork(current(message.episode_id), via=message.via)
+        else:
+            opened_now = await runtime.restore(message.snapshot)
+        opened.append(opened_now.episode_id)
+        return _json(opened_now)
+    if isinstance(message, _Snapshot):
+        return _json(await runtime.snapshot(current(message.episode_id)))
     assert isinstance(message, _State)
     episode_id = current(message.episode_id)
     if message.op == "state":

@@ -58,4 +58,5 @@ environment: Environment[CodingBackend, CodingTask] = Environment(
         ("run_python", {"code": "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))", "stdin": "1 2 3"}),
     ),
     max_steps=20,
+    sim_fork=SimBackend.fork,
 )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import stat
 from typing import TYPE_CHECKING, Protocol
 
 from openenv_mcp import BackendUnavailable, ConfigError
@@ -101,6 +103,16 @@ class SimBackend(_Backend):
         sandbox = await Sandbox.for_settings(settings)
         return cls(sandbox, await sandbox.open_workspace(), task.suite, seed)
 
+    async def fork(self) -> SimBackend:
+        """Fast-path fork: a new workspace and uid holding a copy of this one's files (same seed and tests)."""
+        workspace = await self.sandbox.open_workspace()
+        try:
+            await asyncio.to_thread(_copy_tree, self.workspace, workspace)
+        except OSError as exc:
+            await self.sandbox.close_workspace(workspace)
+            raise BackendUnavailable(f"Cannot copy the workspace {self.workspace.path}: {exc.strerror}") from None
+        return SimBackend(self.sandbox, workspace, self._suite, self._hash_seed or 0)
+
     async def aclose(self) -> None:
         await self.sandbox.close_workspace(self.workspace)
 
@@ -109,6 +121,32 @@ class SimBackend(_Backend):
 
     async def submit(self, code: str) -> SubmitResult:
         return await self._judge(code, self._suite)
+
+
+def _copy_tree(source: Workspace, target: Workspace, relative: str = ".") -> None:
+    """Copy the directories, regular files and symbolic links (as links) the sandboxed account owns from one
+    workspace to another, owned by the target's account. Nothing is followed; other files (FIFOs, sockets,
+    anything the account does not own) are left out, so the copy never reads what the code could not."""
+    with os.scandir(source.path / relative) as entries:
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid != source.account.uid:
+                continue
+            path, copy = source.path / relative / entry.name, target.path / relative / entry.name
+            if entry.is_symlink():
+                os.symlink(os.readlink(path), copy)
+            elif entry.is_dir(follow_symlinks=False):
+                copy.mkdir(mode=stat.S_IMODE(info.st_mode))
+                _copy_tree(source, target, f"{relative}/{entry.name}")
+            elif entry.is_file(follow_symlinks=False):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                with os.fdopen(fd, "rb") as reader, copy.open("xb") as writer:
+                    shutil.copyfileobj(reader, writer)
+                os.chmod(copy, stat.S_IMODE(info.st_mode), follow_symlinks=False)
+            else:
+                continue
+            if os.geteuid() == 0:
+                os.chown(copy, target.account.uid, target.account.gid, follow_symlinks=False)
 
 
 class ProdBackend(_Backend):

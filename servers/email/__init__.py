@@ -78,4 +78,5 @@ environment: Environment[MailBackend, EmailTask] = Environment(
         ("search_emails", {"query": "invoice", "limit": 5}),
     ),
     max_steps=25,
+    sim_fork=SimMailbox.fork,
 )

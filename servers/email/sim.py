@@ -8,6 +8,7 @@ as a JSON line when that is set. Clock and Message-IDs are deterministic under t
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import json
@@ -141,6 +142,16 @@ class SimMailbox:
     @property
     def fixture(self) -> Fixture:
         return self._fixture
+
+    async def fork(self) -> SimMailbox:
+        """Fast-path fork: a copy of this mailbox (folders, read flags, sent mail, clock, Message-ID draws, score)."""
+        twin = copy.copy(self)
+        twin._folders = {name: list(messages) for name, messages in self._folders.items()}
+        twin._unread = set(self._unread)
+        twin._rng = random.Random()
+        twin._rng.setstate(self._rng.getstate())
+        twin.outbox = list(self.outbox)
+        return twin
 
     async def ping(self) -> None:
         return None

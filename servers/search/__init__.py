@@ -60,4 +60,5 @@ environment: Environment[SearchBackend, SearchTask] = Environment(
         ("fetch", {"doc_id": "doc-0001"}),
     ),
     max_steps=20,
+    sim_fork=SqliteSearchBackend.fork,
 )

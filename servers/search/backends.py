@@ -185,6 +185,10 @@ class SqliteSearchBackend:
     async def open(cls, task: object, seed: int, settings: SearchSettings) -> SqliteSearchBackend:
         return cls(sim_index(), settings)
 
+    async def fork(self) -> SqliteSearchBackend:
+        """Fast-path fork: the index is shared and read-only, so a new handle on it is in the same state."""
+        return SqliteSearchBackend(self._index, self._settings)
+
     async def ping(self) -> None:
         self._index.ping()
 

@@ -45,4 +45,5 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
         ("run_query", {"sql": "SELECT status, COUNT(*) FROM orders GROUP BY status ORDER BY status"}),
     ),
     max_steps=20,
+    sim_fork=SqliteBackend.fork,
 )

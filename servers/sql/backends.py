@@ -194,6 +194,10 @@ class SqliteBackend:
     async def open(cls, task: object, seed: int, settings: SqlSettings) -> SqliteBackend:
         return cls(settings)
 
+    async def fork(self) -> SqliteBackend:
+        """Fast-path fork: the sim is read-only, so a new connection to the fixture is in the same state."""
+        return SqliteBackend(self._settings)
+
     async def ping(self) -> None:
         self._run(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
 
