@@ -1,4 +1,4 @@
-"""Train with TRL's GRPOTrainer on an openenv-mcp server: the server's tools are the model's tools, its reward the reward.
+"""Train with TRL's GRPOTrainer on an openenv-mcp server: its tools are the model's tools, its reward the reward.
 
     pip install "openenv-mcp[trl]"                      # trl, transformers, datasets; torch==2.13.0 for a CPU build
     python examples/trl_grpo.py --model Qwen/Qwen3-0.6B  # starts `openenv-mcp serve sql` itself
@@ -96,7 +96,7 @@ def run(server: Any, args: argparse.Namespace) -> None:
 
     from openenv_mcp.training.trl import environment_factory, task_rows
 
-    Env = environment_factory(server)  # noqa: N806 (a class)
+    Env = environment_factory(server)
     wanted = [t for t in args.tasks.split(",") if t]
     rows = [row for row in task_rows(server) if not wanted or row["task_id"] in wanted]
     with tempfile.TemporaryDirectory() as scratch:

@@ -44,6 +44,7 @@ that runs it know about TRL; ``openenv_mcp`` itself never imports it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import keyword
 import threading
@@ -54,9 +55,9 @@ from typing import Any, ClassVar, Literal, Union
 
 import httpx
 
-from openenv_mcp.client import EnvClient
+from openenv_mcp.client import EnvClient, auth_headers
 from openenv_mcp.deploy.providers.base import Provider
-from openenv_mcp.errors import BackendUnavailable, ConfigError, EpisodeFinished, OpenEnvError, ToolFailed
+from openenv_mcp.errors import BackendUnavailable, ConfigError, EpisodeFinished, OpenEnvError, ResetNeeded, ToolFailed
 from openenv_mcp.models import TaskInfo
 from openenv_mcp.rollout.server import ServerInfo, discover
 
@@ -126,7 +127,8 @@ class ToolEnvironment:
             except httpx.HTTPError as exc:
                 raise self._unreachable(exc) from None
             except OpenEnvError as exc:
-                raise type(exc)(f"{self._where()} refused reset(task_id={task_id!r}, split={split!r}): {exc.message}")
+                where = f"{self._where()} refused reset(task_id={task_id!r}, split={split!r})"
+                raise type(exc)(f"{where}: {exc.message}") from None
             self.episode_id = result.episode_id
             self.task_id = str(result.info.get("task_id", task_id))
             self.reward, self.done, self.steps = 0.0, False, 0
@@ -150,7 +152,7 @@ class ToolEnvironment:
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         with self._lock:
             if self.episode_id is None:
-                raise OpenEnvError(f"{self._where()}: no episode yet; TRL calls reset(**row) before any tool")
+                raise ResetNeeded(f"{self._where()}: no episode yet; TRL calls reset(**row) before any tool")
             if self.done:
                 raise EpisodeFinished(
                     f"{self._where()}: episode {self.episode_id} is over (total reward {self.reward:g}); "
@@ -173,10 +175,9 @@ class ToolEnvironment:
 
     def _close_episode(self) -> None:
         if self.episode_id is not None:
-            try:
+            # reaped already, or the server is gone: nothing left to free there
+            with contextlib.suppress(OpenEnvError, httpx.HTTPError):
                 self._client.close_episode(episode_id=self.episode_id)
-            except (OpenEnvError, httpx.HTTPError):
-                pass  # reaped already, or the server is gone: nothing left to free there
             self.episode_id = None
 
     def _where(self) -> str:
@@ -235,8 +236,8 @@ def environment_factory(
 
 def _discover(url: str, *, token: str | None, timeout: float) -> ServerInfo:
     async def ask() -> ServerInfo:
-        async with httpx.AsyncClient(timeout=timeout, headers={"Authorization": f"Bearer {token}"} if token else {}) as h:
-            return await discover(url, http=h)
+        async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
+            return await discover(url, http=http)
 
     with ThreadPoolExecutor(1) as pool:  # a thread of its own: the caller may be inside an event loop
         try:
@@ -401,7 +402,7 @@ def task_rows(
 
 def task_dataset(server: str | Provider, **options: Any) -> Any:
     """:func:`task_rows` as a ``datasets.Dataset`` (the ``datasets`` package is imported here, when called)."""
-    import datasets  # noqa: PLC0415 (optional: only TRL users have it)
+    import datasets  # type: ignore[import-untyped]  # optional: only TRL users have it
 
     return datasets.Dataset.from_list(task_rows(server, **options))
 
