@@ -7,11 +7,13 @@ run here, in sim mode each, and the SQL server in prod mode against this machine
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,25 +55,34 @@ def openenv_python() -> Path:
     return python
 
 
-def drive(python: Path, server: LiveServer, mode: str, name: str) -> dict[str, Any]:
-    tool, arguments = CALLS[name]
+def drive(python: Path, runs: list[tuple[LiveServer, str, str]]) -> list[dict[str, Any]]:
+    """Run the OpenEnv clients on each ``(server, mode, name)``, in one process (importing openenv is slow)."""
+    specs = [[server.url, mode, *CALLS[name]] for server, mode, name in runs]
     done = subprocess.run(
-        [str(python), str(CLIENT), server.url, mode, tool, json.dumps(arguments)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "NO_PROXY": "127.0.0.1"}, check=False,
+        [str(python), str(CLIENT), json.dumps(specs)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "NO_PROXY": "127.0.0.1"}, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    seen: dict[str, Any] = json.loads(done.stdout)
+    seen: list[dict[str, Any]] = json.loads(done.stdout)
     return seen
+
+
+@pytest.fixture(scope="module")
+def sim_runs(openenv_python: Path) -> Iterator[dict[str, tuple[dict[str, Any], int]]]:
+    """What the clients saw on each shipped server in sim mode, and how many episodes it had open afterwards."""
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(live_server(load_environment(name), mode="sim")) for name in CALLS}
+        seen = drive(openenv_python, [(server, "sim", name) for name, server in servers.items()])
+        yield {name: (found, len(servers[name].runtime.episodes)) for name, found in zip(servers, seen, strict=True)}
 
 
 @installs_openenv
 @pytest.mark.parametrize("name", sorted(CALLS))
-def test_openenvs_clients_drive_the_sim_server(openenv_python: Path, name: str) -> None:
+def test_openenvs_clients_drive_the_sim_server(sim_runs: dict[str, tuple[dict[str, Any], int]], name: str) -> None:
     env = load_environment(name)
     tool, _ = CALLS[name]
-    with live_server(env, mode="sim") as server:
-        seen = drive(openenv_python, server, "sim", name)
-        assert len(server.runtime.episodes) == 0  # the socket's episode and the MCP session's are closed
+    seen, still_open = sim_runs[name]
+    assert still_open == 0  # the socket's episode and the MCP session's are closed
 
     task = {t.id: t for t in env.tasks()}[seen["state"]["task_id"]]
     assert seen["reset"]["observation"]["text"] == task.prompt
@@ -92,7 +103,7 @@ def test_openenvs_clients_drive_the_sim_server(openenv_python: Path, name: str) 
 @installs_openenv
 @pytest.mark.prod
 def test_openenvs_mcp_client_drives_the_prod_sql_server(openenv_python: Path, prod_server: LiveServer) -> None:
-    seen = drive(openenv_python, prod_server, "prod", "sql")
+    [seen] = drive(openenv_python, [(prod_server, "prod", "sql")])
     sql = load_environment("sql")
     assert seen["mcp_tools"] == {t.name: t.input_schema for t in sql.tools}
     assert "orders" in seen["mcp_call"]["result"]  # the tables of this machine's PostgreSQL

@@ -1,11 +1,11 @@
 """Drive an openenv-mcp server with OpenEnv's own clients (package ``openenv``), unmodified; print what they saw.
 
-    .venv/openenv/bin/python tests/interop/openenv_client.py URL sim|prod TOOL ARGUMENTS_JSON
+    .venv/openenv/bin/python tests/interop/openenv_client.py '[[URL, "sim"|"prod", TOOL, ARGUMENTS], ...]'
 
 sim: ``GenericEnvClient`` resets (with a seed), steps TOOL (our action shape), steps it as OpenEnv's MCP action
 (``call_tool``), lists the tools through a step (``list_tools``), reads the state; then ``MCPToolClient`` (HTTP
 JSON-RPC at /mcp, its WebSocket bound to the same session) lists the tools and calls TOOL. prod: only
-``MCPToolClient``. Prints one JSON object.
+``MCPToolClient``. Prints one JSON object per server, in a list (one process: importing openenv takes seconds).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
 
-def main(url: str, mode: str, tool: str, arguments: dict[str, Any]) -> None:
+def drive(url: str, mode: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     if mode == "sim":
         with GenericEnvClient(base_url=url).sync() as env:
@@ -43,8 +43,8 @@ def main(url: str, mode: str, tool: str, arguments: dict[str, Any]) -> None:
             client.call_tool("drop_everything")
         except RuntimeError as exc:
             seen["mcp_unknown_tool"] = str(exc)
-    print(json.dumps(seen, default=str))
+    return seen
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+    print(json.dumps([drive(*spec) for spec in json.loads(sys.argv[1])], default=str))
