@@ -1,7 +1,7 @@
 """OpenEnv's own clients (package ``openenv`` 0.10, unmodified) drive every shipped server over its wire protocol.
 
 The clients run in a venv of their own, ``.venv/openenv`` (see tests/interop/openenv-requirements.txt), made on
-first use and reused while that file is unchanged; tests/interop/openenv_client.py is what they run. The servers
+first use and reused while that file is unchanged; examples/openenv_clients.py is what they run. The servers
 run here, in sim mode each, and the SQL server in prod mode against this machine's PostgreSQL.
 """
 
@@ -24,7 +24,7 @@ from tests.support import LiveServer, live_server, require_service
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
-CLIENT = ROOT / "tests" / "interop" / "openenv_client.py"
+CLIENT = ROOT / "examples" / "openenv_clients.py"
 VENV = ROOT / ".venv" / "openenv"
 installs_openenv = pytest.mark.timeout(600)  # the first use installs openenv (about 2 min here)
 CALLS = {  # a tool each server answers the same way every time, and its arguments

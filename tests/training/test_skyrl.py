@@ -2,7 +2,7 @@
 generator steps environments, against a sim server started here.
 
 skyrl-gym lives in a venv of its own, ``.venv/skyrl`` (see tests/interop/skyrl-requirements.txt), made on first
-use and reused while that file is unchanged; tests/interop/skyrl_loop.py is what runs there.
+use and reused while that file is unchanged; examples/skyrl_rows.py is what runs there.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def played(skyrl_python: Path) -> Iterator[tuple[list[dict[str, Any]], _Rewards,
     with live_server(sql, mode="sim") as server:
         server.runtime.observe(rewards)
         done = subprocess.run(
-            [str(skyrl_python), str(ROOT / "tests" / "interop" / "skyrl_loop.py"), server.url],
+            [str(skyrl_python), str(ROOT / "examples" / "skyrl_rows.py"), server.url],
             capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-4000:]

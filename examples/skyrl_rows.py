@@ -1,6 +1,6 @@
-"""Play sql episodes through skyrl-gym's registry and step loop, as SkyRL's generator does; print what happened.
+"""SkyRL: play sql episodes through skyrl-gym's registry and step loop, as SkyRL's generator does; print what happened.
 
-    .venv/skyrl/bin/python tests/interop/skyrl_loop.py URL
+    .venv/skyrl/bin/python examples/skyrl_rows.py URL
 
 Each row names its env class (``openenv_mcp``, or ``sql_server`` registered with ``register_server``) and its
 task; the "model" is a script of answers per row. Prints one JSON object per row, then the down-server error.

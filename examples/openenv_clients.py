@@ -1,6 +1,6 @@
-"""Drive an openenv-mcp server with OpenEnv's own clients (package ``openenv``), unmodified; print what they saw.
+"""OpenEnv: drive a server with OpenEnv's own clients (package ``openenv``), unmodified; print what they saw.
 
-    .venv/openenv/bin/python tests/interop/openenv_client.py '[[URL, "sim"|"prod", TOOL, ARGUMENTS], ...]'
+    .venv/openenv/bin/python examples/openenv_clients.py '[[URL, "sim"|"prod", TOOL, ARGUMENTS], ...]'
 
 sim: ``GenericEnvClient`` resets (with a seed), steps TOOL (our action shape), steps it as OpenEnv's MCP action
 (``call_tool``), lists the tools through a step (``list_tools``), reads the state; then ``MCPToolClient`` (HTTP
