@@ -21,7 +21,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
@@ -39,6 +39,7 @@ from openenv_mcp.models import (
     StepResult,
     TaskList,
 )
+from openenv_mcp.openenv_wire import OpenEnvMcpShim, OpenEnvSessions
 from openenv_mcp.ors import ors_router
 from openenv_mcp.runtime import ForkVia, Runtime
 from openenv_mcp.security import AUTHENTICATED, AccessPolicy, Guard, serving_warning
@@ -88,6 +89,7 @@ def build_app(runtime: Runtime) -> FastAPI:
     if (warning := serving_warning(runtime.settings, policy)) is not None:
         log.warning(warning)
     door = McpDoor(runtime)
+    sessions = OpenEnvSessions(runtime)  # OpenEnv's clients: openenv_mcp/openenv_wire.py
     mcp_routes = door.http_routes(session_idle_timeout=runtime.settings.idle_timeout)
 
     @asynccontextmanager
@@ -188,8 +190,6 @@ def build_app(runtime: Runtime) -> FastAPI:
             """Steps of many episodes in one request, answered in order; a failing step fails alone."""
             return BatchResult.model_construct(results=await runtime.step_batch(body.steps))
 
-        app.add_api_websocket_route("/ws", websocket_door(runtime))
-
         @app.get("/state", tags=["episodes"])
         async def state(x_episode_id: EpisodeHeader = None) -> EpisodeState:
             """The episode's task, step count, total reward and done flag."""
@@ -219,7 +219,12 @@ def build_app(runtime: Runtime) -> FastAPI:
         app.include_router(web_router(runtime))  # the page for people (before ORS's /{env}/... routes)
         app.include_router(ors_router(runtime))  # ORS (the Open Reward Standard), sim only: docs/ors.md
 
-    app.router.routes.extend(mcp_routes)
+    # /ws in both modes: OpenEnv's MCP client opens it in prod too (our reset and state answer 404 there)
+    app.add_api_websocket_route("/ws", websocket_door(runtime, sessions))
+    for route in mcp_routes:  # OpenEnv's JSON-RPC requests are answered before the MCP SDK sees them
+        if isinstance(route, Route) and route.path == "/mcp":
+            route = Route("/mcp", OpenEnvMcpShim(route.app, sessions))
+        app.router.routes.append(route)
     # Routes are tried in order and every path here is exact, so order changes speed, not meaning:
     # the step routes first, FastAPI's documentation pages last.
     docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}

@@ -29,6 +29,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
 from openenv_mcp.models import Action, BatchFork, BatchItem, BatchStep, Snapshot
+from openenv_mcp.openenv_wire import OpenEnvSessions, OpenEnvSocket, is_openenv_message
 from openenv_mcp.runtime import ForkVia, Runtime
 
 __all__ = ["websocket_door"]
@@ -85,12 +86,13 @@ _Message = TypeAdapter(
 )
 
 
-def websocket_door(runtime: Runtime) -> Callable[[WebSocket], Awaitable[None]]:
-    """The ``/ws`` endpoint over ``runtime``."""
+def websocket_door(runtime: Runtime, sessions: OpenEnvSessions) -> Callable[[WebSocket], Awaitable[None]]:
+    """The ``/ws`` endpoint over ``runtime``; OpenEnv's messages (``openenv_mcp.openenv_wire``) share it."""
 
     async def endpoint(socket: WebSocket) -> None:
         await socket.accept()
         opened: list[str] = []
+        openenv: list[OpenEnvSocket] = []  # made on the first OpenEnv message
         try:
             while True:
                 frame = await socket.receive()
@@ -98,21 +100,43 @@ def websocket_door(runtime: Runtime) -> Callable[[WebSocket], Awaitable[None]]:
                     break
                 # A binary frame is read like a text one (UTF-8 JSON), rather than ending the connection.
                 raw: str | bytes = frame["text"] if frame.get("text") is not None else frame.get("bytes") or b""
-                await socket.send_text(await _answer(runtime, raw, opened))
+                answer = await _answer(runtime, raw, opened)
+                if answer is None:
+                    answer = await _openenv_answer(sessions, socket, openenv, raw)
+                await socket.send_text(answer)
         except WebSocketDisconnect:
             pass
         finally:
             for episode_id in opened:
                 if episode_id in runtime.episodes:
                     await runtime.close_episode(episode_id)
+            for side in openenv:
+                await side.aclose()
 
     return endpoint
 
 
-async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str:
+async def _openenv_answer(
+    sessions: OpenEnvSessions, socket: WebSocket, openenv: list[OpenEnvSocket], raw: str | bytes
+) -> str:
+    if not openenv:
+        try:
+            openenv.append(OpenEnvSocket(sessions, socket.query_params.get("session_id")))
+        except OpenEnvError as exc:
+            return json.dumps({"type": "error", "data": {"message": exc.message, "code": exc.code}})
+    return await openenv[0].answer(json.loads(raw))
+
+
+async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str | None:
+    """Our answer to a message of ours; ``None`` for one of OpenEnv's (a JSON object with a ``type``)."""
     try:
         message = _Message.validate_json(raw)
     except ValidationError as exc:
+        try:
+            if is_openenv_message(json.loads(raw)):
+                return None
+        except ValueError:
+            pass
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
         return _error(None, 400, "malformed_request", f"Malformed message: {problems}")
     try:

@@ -1,0 +1,412 @@
+"""TRL: an ``environment_factory`` for ``GRPOTrainer`` over a sim server (``pip install trl``).
+
+    from trl import GRPOConfig, GRPOTrainer
+    from openenv_mcp.training.trl import environment_factory, task_dataset
+
+    SqlEnv = environment_factory("http://127.0.0.1:8000")        # or environment_factory(LocalServer("sql"))
+    trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=task_dataset("http://127.0.0.1:8000"),
+                          environment_factory=SqlEnv)             # the reward is SqlEnv.get_reward
+    trainer.train()
+    SqlEnv.close_all()                                            # close the episodes still open
+
+:func:`environment_factory` asks the server for its MCP tool list and builds a class that TRL
+instantiates once per rollout (with no arguments), then reuses:
+
+- **Tools.** Each MCP tool is a public method of the same name, with keyword parameters typed from
+  its ``inputSchema`` and a Google docstring (the tool's description, ``Args:`` from each
+  property's description), so the schema TRL renders for the model (transformers'
+  ``get_json_schema``) is the tool's ``inputSchema`` as far as type hints can say it: every
+  property, its type, ``items``, ``enum``, nullability, description, and which are required.
+  Bounds, lengths, patterns, formats and defaults are not expressible there; the server still
+  checks them, and a call that breaks one comes back as an error the model reads.
+  :func:`trl_schema` gives that projection of an ``inputSchema``.
+- **reset(\\*\\*row)** closes the instance's previous episode and opens one from the dataset row's
+  ``task_id``, ``split`` and ``seed`` columns (each optional; other columns are ignored), and
+  returns the task's prompt, which TRL appends to the row's last prompt message.
+- **A call** is a step of that episode (``POST /step``). It returns the observation's text. A call
+  the server refuses (the tool's own error, an unknown tool, invalid arguments, a finished
+  episode, the server gone) raises :class:`~openenv_mcp.errors.OpenEnvError` with the server's
+  message; TRL hands that message to the model as the tool's answer.
+- **Reward and done** are on the instance (``reward``: the episode's total reward so far,
+  ``done``, ``episode_id``, ``steps``, ``task_id``). ``get_reward()`` returns ``reward``: TRL
+  (>= 1.16) uses it as the environment's reward source, logged under the class's name.
+  :func:`reward_function` is the same as a ``reward_funcs`` entry, for a weighted mix (pass one
+  or the other, not both, or the reward counts twice).
+- **No leaks.** An episode is closed when its instance is reset again, when the instance is
+  dropped (garbage-collected) and at interpreter exit; ``Cls.close_all()`` closes every open one
+  now (TRL keeps its pool of instances until the trainer itself is dropped).
+
+Limits: every request waits at most ``timeout`` seconds (30 by default, connecting included); a
+server that does not answer raises instead of hanging the trainer. Only this module and the test
+that runs it know about TRL; ``openenv_mcp`` itself never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import keyword
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Literal, Union
+
+import httpx
+
+from openenv_mcp.client import EnvClient, auth_headers
+from openenv_mcp.deploy.providers.base import Provider
+from openenv_mcp.errors import BackendUnavailable, ConfigError, EpisodeFinished, OpenEnvError, ResetNeeded, ToolFailed
+from openenv_mcp.models import TaskInfo
+from openenv_mcp.rollout.server import ServerInfo, discover
+
+__all__ = [
+    "ROW_COLUMNS",
+    "ToolEnvironment",
+    "environment_factory",
+    "python_type",
+    "reward_function",
+    "task_dataset",
+    "task_rows",
+    "trl_schema",
+]
+
+ROW_COLUMNS = ("task_id", "split", "seed")
+"""The dataset columns ``reset(**row)`` reads; every other column is ignored."""
+
+_RESERVED = {"reset", "get_reward"}  # TRL's own method names: a tool may not take them
+_SCALARS = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
+
+
+class ToolEnvironment:
+    """The base of the classes :func:`environment_factory` builds: one sim episode at a time over HTTP.
+
+    Attributes:
+        server: The server's name (``sql``).
+        url: The server's base URL.
+        reward: The current episode's total reward so far.
+        done: Whether the current episode has ended (the task ended it or the step limit did).
+        episode_id: The current episode's id on the server (``None`` before the first reset).
+        task_id: The current episode's task.
+        steps: Tool calls the server counted as steps in the current episode.
+    """
+
+    server: ClassVar[str]
+    url: ClassVar[str]
+    timeout: ClassVar[float]
+    token: ClassVar[str | None]
+    max_observation_length: ClassVar[int]
+    _instances: ClassVar[weakref.WeakSet[ToolEnvironment]]
+
+    def __init__(self) -> None:
+        self.reward = 0.0
+        self.done = False
+        self.episode_id: str | None = None
+        self.task_id: str | None = None
+        self.steps = 0
+        self._client = EnvClient(self.url, timeout=self.timeout, token=self.token)
+        # the episode is closed when this instance is collected, or at exit, whichever comes first
+        self._finalizer = weakref.finalize(self, self._client.close)
+        self._lock = threading.Lock()
+        type(self)._instances.add(self)
+
+    def reset(self, **row: Any) -> str:
+        """Close the previous episode, open one from the row's task_id, split and seed; the task's prompt."""
+        with self._lock:
+            self._close_episode()
+            task_id, split, seed = (row.get(column) for column in ROW_COLUMNS)
+            if seed is not None and not isinstance(seed, int):
+                raise ConfigError(f"{self._where()}: the dataset's 'seed' column must hold integers, got {seed!r}")
+            try:
+                result = self._client.reset(
+                    task_id=None if task_id is None else str(task_id),
+                    split=None if split is None else str(split),
+                    seed=seed,
+                )
+            except httpx.HTTPError as exc:
+                raise self._unreachable(exc) from None
+            except OpenEnvError as exc:
+                where = f"{self._where()} refused reset(task_id={task_id!r}, split={split!r})"
+                raise type(exc)(f"{where}: {exc.message}") from None
+            self.episode_id = result.episode_id
+            self.task_id = str(result.info.get("task_id", task_id))
+            self.reward, self.done, self.steps = 0.0, False, 0
+            return result.observation.text
+
+    def get_reward(self) -> float:
+        """The current episode's total reward (TRL calls this once per finished rollout)."""
+        return self.reward
+
+    @classmethod
+    def close_all(cls) -> int:
+        """Close the open episode of every live instance of this class; how many were closed."""
+        closed = 0
+        for instance in list(cls._instances):
+            with instance._lock:
+                if instance.episode_id is not None:
+                    instance._close_episode()
+                    closed += 1
+        return closed
+
+    def _call(self, tool: str, arguments: dict[str, Any]) -> str:
+        with self._lock:
+            if self.episode_id is None:
+                raise ResetNeeded(f"{self._where()}: no episode yet; TRL calls reset(**row) before any tool")
+            if self.done:
+                raise EpisodeFinished(
+                    f"{self._where()}: episode {self.episode_id} is over (total reward {self.reward:g}); "
+                    "no more tool calls count: answer without tools"
+                )
+            try:
+                result = self._client.step(tool, arguments, episode_id=self.episode_id)
+            except httpx.HTTPError as exc:
+                raise self._unreachable(exc) from None
+            self.steps = int(result.info.get("step_count", self.steps + 1))
+            self.reward = float(result.info.get("total_reward", self.reward + result.reward))
+            self.done = result.done
+            text = result.observation.text
+            if len(text) > self.max_observation_length:
+                cut = len(text) - self.max_observation_length
+                text = text[: self.max_observation_length] + f"\n[cut: {cut} more characters]"
+            if result.observation.is_error:
+                raise ToolFailed(text)
+            return text
+
+    def _close_episode(self) -> None:
+        if self.episode_id is not None:
+            # reaped already, or the server is gone: nothing left to free there
+            with contextlib.suppress(OpenEnvError, httpx.HTTPError):
+                self._client.close_episode(episode_id=self.episode_id)
+            self.episode_id = None
+
+    def _where(self) -> str:
+        return f"openenv-mcp server {self.server!r} at {self.url}"
+
+    def _unreachable(self, exc: httpx.HTTPError) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"Cannot reach the {self._where()} ({type(exc).__name__}: {exc}; timeout {self.timeout:g} s): "
+            f"start it (openenv-mcp serve {self.server} --mode sim) or fix the URL"
+        )
+
+
+# building the class --------------------------------------------------------------------------------------
+
+
+def environment_factory(
+    server: str | Provider,
+    *,
+    timeout: float = 30.0,
+    token: str | None = None,
+    max_observation_length: int = 16_384,
+    class_name: str | None = None,
+) -> type[ToolEnvironment]:
+    """A zero-argument class for ``GRPOTrainer(environment_factory=...)`` over a sim server.
+
+    Args:
+        server: The server's base URL, or a :class:`~openenv_mcp.deploy.providers.Provider` (started here if it
+            is not yet; the caller stops it).
+        timeout: Seconds each request may take, connecting included.
+        token: The server's bearer token (``OPENENV_AUTH_TOKEN``), if it has one.
+        max_observation_length: A tool answer longer than this is cut, with a note saying so.
+        class_name: The class's name (TRL logs the reward under it); by default ``<Server>Env``.
+
+    Raises:
+        BackendUnavailable: The server does not answer.
+        ConfigError: A tool's name or schema cannot be a Python method (the message names it).
+    """
+    url = server.start() if isinstance(server, Provider) else server
+    info = _discover(url, token=token, timeout=timeout)
+    name = info.name or "server"
+    namespace: dict[str, Any] = {
+        "server": name,
+        "url": url,
+        "timeout": timeout,
+        "token": token,
+        "max_observation_length": max_observation_length,
+        "_instances": weakref.WeakSet(),
+        "__doc__": f"Episodes of the openenv-mcp server {name!r} at {url}, one at a time, its tools as methods.",
+        "__module__": __name__,
+    }
+    for tool in info.tools:
+        namespace[str(tool["name"])] = _tool_method(name, tool)
+    title = class_name or "".join(part.capitalize() for part in name.replace("-", "_").split("_")) + "Env"
+    return type(title, (ToolEnvironment,), namespace)
+
+
+def _discover(url: str, *, token: str | None, timeout: float) -> ServerInfo:
+    async def ask() -> ServerInfo:
+        async with httpx.AsyncClient(timeout=timeout, headers=auth_headers(token)) as http:
+            return await discover(url, http=http)
+
+    with ThreadPoolExecutor(1) as pool:  # a thread of its own: the caller may be inside an event loop
+        try:
+            return pool.submit(asyncio.run, ask()).result()
+        except OpenEnvError as exc:
+            raise BackendUnavailable(
+                f"{exc.message} (openenv-mcp server at {url}: start it with 'openenv-mcp serve NAME --mode sim', "
+                "or fix the URL)"
+            ) from None
+
+
+def _tool_method(server: str, tool: Mapping[str, Any]) -> Any:
+    name = str(tool["name"])
+    where = f"tool {name!r} of server {server!r}"
+    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
+        raise ConfigError(f"The {where} cannot be a method TRL offers as a tool; rename the tool")
+    schema = dict(tool.get("inputSchema") or {"type": "object", "properties": {}})
+    properties: dict[str, Any] = dict(schema.get("properties") or {})
+    required = set(schema.get("required") or [])
+    parameters: list[inspect.Parameter] = []
+    annotations: dict[str, Any] = {}
+    lines = [str(tool.get("description") or name).strip(), "", "Args:"]
+    for prop, prop_schema in properties.items():
+        if not prop.isidentifier() or keyword.iskeyword(prop):
+            raise ConfigError(f"Parameter {prop!r} of the {where} is not a Python name; rename it")
+        hint = python_type(prop_schema, where=f"{where}, parameter {prop!r}")
+        default = inspect.Parameter.empty if prop in required else prop_schema.get("default")
+        parameters.append(inspect.Parameter(prop, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+        annotations[prop] = hint
+        lines.append(f"    {prop}: {_one_line(prop_schema.get('description') or prop_schema.get('title') or prop)}")
+    annotations["return"] = str
+
+    def method(self: ToolEnvironment, **arguments: Any) -> str:
+        return self._call(name, arguments)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "\n".join(lines if properties else lines[:1])
+    method.__annotations__ = annotations
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = inspect.Signature([self_parameter, *parameters], return_annotation=str)  # type: ignore[attr-defined]
+    return method
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def python_type(schema: Mapping[str, Any], *, where: str = "a schema") -> Any:
+    """The Python type hint that says what ``schema`` (a JSON Schema of a value) says, as far as hints can."""
+    if "enum" in schema:
+        return Literal[tuple(schema["enum"])]
+    if "anyOf" in schema or "oneOf" in schema:
+        options = [python_type(option, where=where) for option in schema.get("anyOf", schema.get("oneOf"))]
+        return Union[tuple(options)]  # noqa: UP007 (built at run time from a list)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return Union[tuple(python_type({**schema, "type": k}, where=where) for k in kind)]  # noqa: UP007
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        items = schema.get("items")
+        return list[python_type(items, where=where)] if isinstance(items, Mapping) else list  # type: ignore[misc]
+    if kind == "object":
+        extra = schema.get("additionalProperties")
+        return dict[str, python_type(extra, where=where)] if isinstance(extra, Mapping) else dict  # type: ignore[misc]
+    if kind is None:
+        return Any
+    raise ConfigError(f"The {where} has a JSON type {kind!r} that no Python type hint says")
+
+
+def trl_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema TRL shows the model for an MCP tool (``tools/list`` entry): its ``inputSchema`` cut to what
+    transformers' ``get_json_schema`` expresses (type, items, enum, nullable, anyOf, description, required)."""
+    schema = dict(tool.get("inputSchema") or {"type": "object", "properties": {}})
+    properties = {
+        prop: {**_value_schema(value), "description": _one_line(value.get("description") or value.get("title") or prop)}
+        for prop, value in (schema.get("properties") or {}).items()
+    }
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [prop for prop in properties if prop in set(schema.get("required") or [])]
+    if required:
+        parameters["required"] = required
+    return {"name": str(tool["name"]), "description": str(tool.get("description") or tool["name"]).strip(),
+            "parameters": parameters}  # fmt: skip
+
+
+def _value_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    if "enum" in schema:
+        values = list(schema["enum"])
+        kinds = list(dict.fromkeys(_json_type(v) for v in values))
+        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options is None and isinstance(schema.get("type"), list):
+        options = [{**schema, "type": kind} for kind in schema["type"]]
+    if options is not None:
+        nullable = any(option.get("type") == "null" for option in options)
+        rest = [_value_schema(option) for option in options if option.get("type") != "null"]
+        if len(rest) == 1:
+            merged = rest[0]
+        elif all(set(option) == {"type"} and isinstance(option["type"], str) for option in rest):
+            kinds = sorted({option["type"] for option in rest})
+            merged = {"type": kinds[0] if len(kinds) == 1 else kinds}
+        else:
+            merged = {"anyOf": rest}
+        return {**merged, "nullable": True} if nullable else merged
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return {"type": "array", "items": _value_schema(items)} if isinstance(items, Mapping) else {"type": "array"}
+    if kind == "object":
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            return {"type": "object", "additionalProperties": _value_schema(extra)}
+        return {"type": "object"}
+    return {} if kind is None else {"type": kind}
+
+
+def _json_type(value: Any) -> str:
+    for kind, python in _SCALARS.items():
+        if type(value) is python:
+            return kind
+    raise ConfigError(f"An enum value {value!r} is not a JSON scalar")
+
+
+# the dataset and the reward ------------------------------------------------------------------------------
+
+
+def task_rows(
+    server: str | Provider,
+    *,
+    split: str | None = "train",
+    seeds: Iterable[int] = (0,),
+    system_prompt: bool = True,
+    timeout: float = 30.0,
+    token: str | None = None,
+) -> list[dict[str, Any]]:
+    """One row per task of ``split`` (every split when ``None``) and seed, in the server's task order.
+
+    Each row has ``prompt`` (conversational: the server's description as the system message when
+    ``system_prompt``, then an empty user message that ``reset`` fills with the task), ``task_id``,
+    ``split`` and ``seed``.
+    """
+    url = server.start() if isinstance(server, Provider) else server
+    with EnvClient(url, timeout=timeout, token=token) as client:
+        try:
+            tasks: list[TaskInfo] = client.tasks(split=split).tasks
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(f"Cannot reach the openenv-mcp server at {url} ({exc}): start it") from None
+    if not tasks:
+        raise ConfigError(f"The server at {url} has no task in split {split!r}; GET /tasks lists its splits")
+    system: list[dict[str, str]] = []
+    if system_prompt:
+        info = _discover(url, token=token, timeout=timeout)
+        system = [{"role": "system", "content": info.description}] if info.description else []
+    prompt = [*system, {"role": "user", "content": ""}]
+    return [
+        {"prompt": prompt, "task_id": task.id, "split": task.split, "seed": int(seed)}
+        for seed in seeds
+        for task in tasks
+    ]
+
+
+def task_dataset(server: str | Provider, **options: Any) -> Any:
+    """:func:`task_rows` as a ``datasets.Dataset`` (the ``datasets`` package is imported here, when called)."""
+    import datasets  # type: ignore[import-untyped]  # optional: only TRL users have it
+
+    return datasets.Dataset.from_list(task_rows(server, **options))
+
+
+def reward_function(environments: list[ToolEnvironment], **_: Any) -> list[float]:
+    """A TRL reward function: each rollout's environment reward (use it or ``get_reward``, not both)."""
+    return [environment.reward for environment in environments]

@@ -1,0 +1,265 @@
+"""TRL: the environment_factory class over real servers, and a real GRPOTrainer run on it.
+
+The adapter itself needs no TRL (it only builds a class), so its behaviour on bad input is tested here in the
+project's venv. What TRL makes of the class is tested with TRL itself, in a venv of its own, ``.venv/trl``
+(torch 2.13.0 CPU build, trl, transformers, datasets: about 1.1 GB, see tests/interop/trl-requirements.txt),
+made on first use and reused while that file is unchanged: the schemas TRL renders for the model, and two
+optimizer steps of ``GRPOTrainer`` with ``examples/trl_grpo.py`` against a sim server started here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openenv_mcp.catalog import load_environment, server_names
+from openenv_mcp.errors import (
+    BackendUnavailable,
+    EpisodeError,
+    EpisodeFinished,
+    ResetNeeded,
+    ToolFailed,
+    ToolNotFound,
+)
+from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
+from servers.sql import environment as sql
+from tests.support import LiveServer, free_port, live_server, require_service
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIREMENTS = ROOT / "tests" / "interop" / "trl-requirements.txt"
+VENV = ROOT / ".venv" / "trl"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled", "NO_PROXY": "127.0.0.1",
+           "OMP_NUM_THREADS": "1"}  # fmt: skip
+installs_trl = pytest.mark.timeout(900)  # the first use installs TRL and torch (3-4 min here)
+
+
+@pytest.fixture(scope="module")
+def sql_server() -> Iterator[LiveServer]:
+    with live_server(sql, mode="sim", max_episodes=64) as server:
+        yield server
+
+
+@pytest.fixture
+def SqlEnv(sql_server: LiveServer) -> Iterator[type[ToolEnvironment]]:
+    cls = environment_factory(sql_server.url, timeout=10)
+    yield cls
+    cls.close_all()
+
+
+# the class, without TRL ------------------------------------------------------------------------------------
+
+
+def test_the_class_has_the_servers_tools_as_methods_and_nothing_else_public(SqlEnv: type[ToolEnvironment]) -> None:
+    public = sorted(name for name in vars(SqlEnv) if callable(vars(SqlEnv)[name]) and not name.startswith("_"))
+    assert public == sorted(t.name for t in sql.tools)  # TRL offers every public function but reset as a tool
+    assert SqlEnv.__name__ == "SqlEnv" and SqlEnv.server == "sql"
+
+
+def test_reset_opens_the_rows_task_and_calls_are_steps_of_it(
+    SqlEnv: type[ToolEnvironment], sql_server: LiveServer
+) -> None:
+    env = SqlEnv()
+    prompt = env.reset(prompt=[{"role": "user", "content": ""}], task_id="sql-001", split="train", seed=3)
+    assert prompt.startswith("How many customers are there in total?")
+    state = sql_server.runtime.episode(env.episode_id or "")
+    assert (state.task.id, state.seed) == ("sql-001", 3)
+    assert '"customers"' in env.list_tables()  # type: ignore[attr-defined]
+    assert (env.steps, env.reward, env.done) == (1, 0.0, False)
+    env.submit_answer(sql="SELECT COUNT(*) FROM customers")  # type: ignore[attr-defined]
+    assert (env.steps, env.reward, env.done) == (2, 1.0, True)
+    assert env.get_reward() == 1.0 and reward_function([env]) == [1.0]
+    first = env.episode_id
+    env.reset(task_id="sql-002")
+    assert first not in sql_server.runtime.episodes  # a reset closes the previous episode
+    assert (env.steps, env.reward, env.done) == (0, 0.0, False)
+
+
+def test_refused_calls_raise_with_the_servers_message(SqlEnv: type[ToolEnvironment]) -> None:
+    env = SqlEnv()
+    env.reset(task_id="sql-001")
+    with pytest.raises(ToolFailed, match="no such table"):
+        env.run_query(sql="SELECT * FROM nowhere")  # type: ignore[attr-defined]
+    with pytest.raises(ToolNotFound, match=r"drop_everything.*available"):
+        env._call("drop_everything", {})
+    with pytest.raises(Exception, match="sql") as invalid:
+        env.run_query(sql="")  # type: ignore[attr-defined]
+    assert invalid.type.__name__ == "InvalidToolArguments"
+    env.submit_answer(sql="SELECT 1")  # type: ignore[attr-defined]
+    with pytest.raises(EpisodeFinished, match=r"is over.*answer without tools"):
+        env.list_tables()  # type: ignore[attr-defined]
+    assert env.steps == 2  # refused calls are not steps
+
+
+def test_an_unknown_task_id_names_the_server_and_the_task(SqlEnv: type[ToolEnvironment]) -> None:
+    env = SqlEnv()
+    with pytest.raises(EpisodeError, match=r"server 'sql' at http://127.0.0.1:.*'sql-999'.*GET /tasks lists"):
+        env.reset(task_id="sql-999")
+    with pytest.raises(ResetNeeded, match=r"server 'sql'.*reset"):
+        env.list_tables()  # type: ignore[attr-defined]
+    assert env.episode_id is None
+
+
+def test_a_server_that_is_down_is_a_clear_error_not_a_hang() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(BackendUnavailable, match=f"{url}.*start it"):
+        environment_factory(url, timeout=2)
+    with pytest.raises(BackendUnavailable, match=f"{url}.*start it"):
+        task_rows(url, timeout=2)
+
+
+def test_a_server_that_goes_away_mid_episode_is_a_clear_error() -> None:
+    with live_server(sql, mode="sim") as server:
+        cls = environment_factory(server.url, timeout=2)
+        env = cls()
+        env.reset(task_id="sql-001")
+    with pytest.raises(BackendUnavailable, match=r"server 'sql' at .*timeout 2 s.*openenv-mcp serve sql"):
+        env.list_tables()  # type: ignore[attr-defined]
+    with pytest.raises(BackendUnavailable, match="start it"):
+        env.reset(task_id="sql-001")
+
+
+def test_dropped_instances_and_close_all_leave_no_episode_open(
+    SqlEnv: type[ToolEnvironment], sql_server: LiveServer
+) -> None:
+    before = len(sql_server.runtime.episodes)
+    dropped = SqlEnv()
+    dropped.reset(task_id="sql-001")
+    kept = [SqlEnv() for _ in range(3)]
+    for env in kept:
+        env.reset(task_id="sql-002")
+    assert len(sql_server.runtime.episodes) == before + 4
+    del dropped
+    gc.collect()
+    assert len(sql_server.runtime.episodes) == before + 3
+    assert SqlEnv.close_all() == 3
+    assert len(sql_server.runtime.episodes) == before
+
+
+def test_task_rows_are_one_per_task_and_seed_with_the_reset_columns(sql_server: LiveServer) -> None:
+    rows = task_rows(sql_server.url, split="train", seeds=[0, 1])
+    train = [t.id for t in sql.tasks() if t.split == "train"]
+    assert [r["task_id"] for r in rows] == train + train
+    assert {r["seed"] for r in rows} == {0, 1} and {r["split"] for r in rows} == {"train"}
+    assert rows[0]["prompt"] == [{"role": "system", "content": sql.description}, {"role": "user", "content": ""}]
+
+
+# with TRL itself -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def trl_python() -> Path:
+    """The Python of ``.venv/trl``: TRL, torch (CPU) and our package (editable), installed once per requirements."""
+    python = VENV / "bin" / "python"
+    digest = hashlib.sha1(REQUIREMENTS.read_bytes()).hexdigest()[:12]
+    stamp = VENV / f".installed-{digest}"
+    if not stamp.exists():
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
+            subprocess.run([*pip, "-e", str(ROOT), "-r", str(REQUIREMENTS)], **quiet, timeout=800)
+        except subprocess.CalledProcessError as exc:
+            require_service("TRL (pip install -r tests/interop/trl-requirements.txt)", RuntimeError(exc.stderr[-2000:]))
+        except subprocess.TimeoutExpired as exc:
+            require_service("TRL (pip install -r tests/interop/trl-requirements.txt)", exc)
+        stamp.touch()
+    return python
+
+
+SCHEMAS = """
+import json, sys
+from transformers.utils import get_json_schema
+from openenv_mcp.training.trl import environment_factory
+out = {}
+for url in sys.argv[1:]:
+    cls = environment_factory(url)
+    env = cls()
+    out[cls.server] = {name: get_json_schema(getattr(env, name))["function"]
+                       for name in vars(cls) if callable(vars(cls)[name]) and not name.startswith("_")}
+print(json.dumps(out))
+"""
+
+
+@installs_trl
+def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(trl_python: Path) -> None:
+    environments = {name: load_environment(name) for name in server_names()}
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(live_server(env, mode="sim")) for name, env in environments.items()}
+        done = subprocess.run(
+            [str(trl_python), "-c", SCHEMAS, *(s.url for s in servers.values())],
+            capture_output=True, text=True, timeout=300, env={**os.environ, **OFFLINE}, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rendered = json.loads(done.stdout)
+    assert sorted(rendered) == sorted(environments)  # every shipped server
+    for name, env in environments.items():
+        assert sorted(rendered[name]) == sorted(t.name for t in env.tools)
+        for tool in env.tools:
+            seen = rendered[name][tool.name]
+            seen.pop("return", None)  # the return type: the model never writes it, templates leave it out
+            mcp = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+            assert seen == trl_schema(mcp), f"{name}.{tool.name}"
+            properties = tool.input_schema.get("properties", {})
+            assert seen["parameters"]["properties"].keys() == properties.keys()
+            assert set(seen["parameters"].get("required", [])) == set(tool.input_schema.get("required", []))
+            for prop, value in properties.items():  # the words the model reads are the tool's own
+                assert seen["parameters"]["properties"][prop]["description"] == " ".join(value["description"].split())
+
+
+class _Recorder:
+    """Every episode the server opens (in order), every step, and each episode's reward when it is closed."""
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.tools: list[str] = []
+        self.closed: dict[str, float] = {}
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def on_reset(self, episode: Any, observation: Any) -> None:
+        self.opened.append(episode.id)
+
+    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None:
+        self.tools.append(call.tool.name)
+
+    def on_close(self, episode: Any) -> None:
+        self.closed[episode.id] = episode.total_reward
+
+
+@installs_trl
+def test_grpo_trains_two_steps_on_the_servers_rewards(trl_python: Path, tmp_path: Path) -> None:
+    recorder = _Recorder()
+    report = tmp_path / "report.json"
+    with live_server(sql, mode="sim", max_episodes=64) as server:
+        server.runtime.observe(recorder)
+        done = subprocess.run(
+            [str(trl_python), str(ROOT / "examples" / "trl_grpo.py"), "--server", server.url, "--report", str(report)],
+            capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE}, cwd=ROOT, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert len(server.runtime.episodes) == 0  # nothing left open on the server
+    facts = json.loads(report.read_text())
+    assert facts["global_step"] == 2 and facts["class"] == "SqlEnv"
+    assert recorder.tools and set(recorder.tools) <= {"list_tables", "submit_answer"}  # the model's calls reached it
+    batch = facts["batch"]
+    # TRL's probe instance opens no episode; each optimizer step plays one batch of episodes, in order
+    assert len(recorder.opened) == 2 * batch and set(recorder.closed) == set(recorder.opened)
+    logged = [entry for entry in facts["log_history"] if "rewards/SqlEnv/mean" in entry]
+    assert len(logged) == 2
+    for step, entry in enumerate(logged):
+        rewards = [recorder.closed[e] for e in recorder.opened[step * batch : (step + 1) * batch]]
+        assert float(entry["rewards/SqlEnv/mean"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
+        assert float(entry["reward"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
+    assert "step 2: reward" in done.stdout
