@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from openenv_mcp.rollout.cli import add_policy_arguments, positive
+
 __all__ = ["add_commands"]
 
 
@@ -23,28 +25,15 @@ def add_commands(commands: Any) -> None:
         "server", help="a running sim server's URL (http://host:port), or an installed server's name to start here"
     )
     evaluate.add_argument("--split", default="test", help="the split whose tasks are evaluated (default test)")
-    evaluate.add_argument("--trials", "-k", type=_positive, default=3, help="trials per task (default 3)")
-    evaluate.add_argument("--policy", default="scripted", help="scripted, openai or module:callable, as for rollout")
+    evaluate.add_argument("--trials", "-k", type=positive, default=3, help="trials per task (default 3)")
     evaluate.add_argument("--task", action="append", dest="tasks", help="only this task (repeatable)")
     evaluate.add_argument("--seed", type=int, default=0, help="trial i of each task runs with seed SEED+i (0)")
-    evaluate.add_argument("--concurrency", "-c", type=_positive, default=4, help="episodes at once (default 4)")
+    evaluate.add_argument("--concurrency", "-c", type=positive, default=4, help="episodes at once (default 4)")
     evaluate.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
     evaluate.add_argument("--out", type=Path, default=Path("eval-results"), help="results directory (eval-results)")
     evaluate.add_argument("--restart", action="store_true", help="discard the trials already in OUT and start over")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
-    model = evaluate.add_argument_group("--policy openai")
-    model.add_argument("--base-url", help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL)")
-    model.add_argument("--model", help="model name")
-    model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
-    model.add_argument("--max-turns", type=_positive, help="model calls per episode at most (default: step limit)")
-    model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
+    add_policy_arguments(evaluate)
 
 
 def _eval(args: argparse.Namespace) -> int:

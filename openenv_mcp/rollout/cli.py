@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from openenv_mcp.rollout.runner import Policy
     from openenv_mcp.rollout.server import ServerInfo
 
-__all__ = ["add_commands", "choose_policy", "scripted_for"]
+__all__ = ["add_commands", "add_policy_arguments", "choose_policy", "positive", "scripted_for"]
 
 
 def add_commands(commands: Any) -> None:
@@ -27,27 +27,33 @@ def add_commands(commands: Any) -> None:
         help="a running server's URL (http://host:port), or an installed server's name to start here; "
         "$OPENENV_AUTH_TOKEN, when set, is sent as the bearer token",
     )
-    rollout.add_argument("--episodes", "-n", type=_positive, default=10, help="episodes to run (default 10)")
-    rollout.add_argument("--concurrency", "-c", type=_positive, default=1, help="episodes at once (default 1)")
-    rollout.add_argument(
+    rollout.add_argument("--episodes", "-n", type=positive, default=10, help="episodes to run (default 10)")
+    rollout.add_argument("--concurrency", "-c", type=positive, default=1, help="episodes at once (default 1)")
+    rollout.add_argument("--split", help="the split tasks are drawn from (default: the server's default)")
+    rollout.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next get seed+1... (0)")
+    rollout.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
+    rollout.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_policy_arguments(rollout)
+
+
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--policy`` and the options of ``--policy openai``, shared by ``rollout`` and ``eval``."""
+    parser.add_argument(
         "--policy",
         default="scripted",
         help="scripted (the environment's reference solution of each task, else its examples), "
         "openai (a chat model with tool calling), or module:callable (your async policy)",
     )
-    rollout.add_argument("--split", help="the split tasks are drawn from (default: the server's default)")
-    rollout.add_argument("--seed", type=int, default=0, help="seed of the first episode; the next get seed+1... (0)")
-    rollout.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
-    rollout.add_argument("--no-progress", action="store_true", help="no progress bar")
-    model = rollout.add_argument_group("--policy openai")
+    model = parser.add_argument_group("--policy openai")
     model.add_argument("--base-url", help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL)")
     model.add_argument("--model", help="model name")
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
-    model.add_argument("--max-turns", type=_positive, help="model calls per episode at most (default: step limit)")
+    model.add_argument("--max-turns", type=positive, help="model calls per episode at most (default: step limit)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
 
 
-def _positive(value: str) -> int:
+def positive(value: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     number = int(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
