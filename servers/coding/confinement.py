@@ -150,6 +150,8 @@ def remount_read_only(table: bytes) -> None:
     skipped = []
     for line in table.splitlines():
         fields = line.split(b" ")
+        if len(fields) < 6:
+            continue
         flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
         for option in fields[5].split(b","):
             flags |= _KEPT_FLAGS.get(option, 0)

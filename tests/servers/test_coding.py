@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -670,3 +671,65 @@ def test_the_tasks_have_splits_hidden_tests_and_outputs_within_the_cap() -> None
     for task in TASKS:
         assert len(task["tests"]) >= 5, task["id"]
         assert all(len(test["output"].encode()) < cap for test in task["tests"]), task["id"]
+
+
+REMOUNT_IN_A_PRIVATE_NAMESPACE = """
+import ctypes, os, sys
+from servers.coding.confinement import remount_read_only
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x20000) == 0 and libc.mount(None, b"/", None, 16384 | (1 << 18), None) == 0
+table = open("/proc/self/mountinfo", "rb").read()
+gone = b"999 1 0:99 / /openenv-gone-%s rw,relatime - tmpfs none rw" % sys.argv[1].encode()  # ENOENT
+plain = b"998 1 0:98 / %s rw,relatime - tmpfs none rw" % sys.argv[2].encode()  # a directory, not a mount: EINVAL
+remount_read_only(gone + b"\\n" + table + b"\\n" + plain)
+print(bool(os.statvfs("/").f_flag & os.ST_RDONLY), bool(os.statvfs(sys.argv[2]).f_flag & os.ST_RDONLY))
+"""
+
+
+def test_a_mount_that_has_gone_is_skipped_and_the_rest_stays_read_only(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    remount = [sys.executable, "-c", REMOUNT_IN_A_PRIVATE_NAMESPACE, os.urandom(4).hex(), str(plain)]
+    done = subprocess.run(remount, capture_output=True, text=True, timeout=30, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_runs_and_start_up_go_on_while_host_mounts_come_and_go(tmp_path: Path) -> None:
+    """Issue 12: a container starting or stopping on the host adds and removes mounts at any moment."""
+    churn = Path("/opt") / f"openenv-churn-{os.urandom(4).hex()}"
+    points = [churn / str(n) for n in range(4)]
+    for point in points:
+        point.mkdir(parents=True)
+    stop = False
+
+    def come_and_go() -> None:
+        while not stop:
+            for point in points:
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "churn", str(point)], check=False)
+            for point in points:
+                subprocess.run(["umount", "-l", str(point)], check=False)
+
+    thread = threading.Thread(target=come_and_go)
+    thread.start()
+    try:
+
+        async def play() -> list[RunOutcome]:
+            sandbox = await Sandbox.for_settings(CodingSettings(scratch=tmp_path / "scratch"))  # start-up's probe
+            workspace = await sandbox.open_workspace()
+            code = f"import os\nfor p in {[str(p / 'x') for p in points]!r}:\n"
+            code += "    try:\n        open(p, 'w')\n        print('wrote', p)\n    except OSError:\n        pass"
+            try:
+                return [await sandbox.run(workspace, code, stdin="", timeout_s=5) for _ in range(30)]
+            finally:
+                await sandbox.close_workspace(workspace)
+
+        outcomes = anyio.run(play)
+    finally:
+        stop = True
+        thread.join(timeout=30)
+        for point in points:
+            subprocess.run(["umount", "-l", str(point)], check=False, capture_output=True)
+        subprocess.run(["rm", "-rf", str(churn)], check=False)
+    assert [o.exit_code for o in outcomes] == [0] * 30, [o.stderr for o in outcomes if o.exit_code]
+    assert not [o.stdout for o in outcomes if "wrote" in o.stdout]  # a mount present during a run is read-only too
