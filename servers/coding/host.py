@@ -133,6 +133,8 @@ class Covers:
         self.needed = [*(Path(path) for path in _NEEDED), *needed]
         homes = [Path(str(entry.pw_dir)) for entry in pwd.getpwall()]
         self.fixed = self._directories([Path(place) for place in _SOCKET_PLACES] + homes)
+        self._seen: list[str] | None = None
+        self._answer: tuple[tuple[bytes, ...], tuple[bytes, ...]] = ((), ())
 
     def _coverable(self, directory: Path) -> bool:
         if directory == Path("/") or directory.is_relative_to(VISIBLE_WORKDIR):
@@ -150,11 +152,17 @@ class Covers:
 
     def now(self) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
         """Directories and single sockets to cover, with the sockets bound on the host at this moment."""
-        sockets = [Path(path) for path in _socket_paths()]
-        directories = self._directories([*self.fixed, *(path.parent for path in sockets)])
+        sockets = _socket_paths()
+        if sockets != self._seen:  # most runs: the same sockets as the last one, and the same answer
+            self._seen, self._answer = sockets, self._for(sockets)
+        return self._answer
+
+    def _for(self, sockets: list[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+        paths = [Path(path) for path in sockets]
+        directories = self._directories([*self.fixed, *(path.parent for path in paths)])
         files = [
             path
-            for path in sockets
+            for path in paths
             if not path.is_relative_to(VISIBLE_WORKDIR) and not any(path.is_relative_to(d) for d in directories)
         ]
         return tuple(os.fsencode(p) for p in directories), tuple(os.fsencode(p) for p in dict.fromkeys(files))

@@ -437,9 +437,14 @@ class Sandbox:
                 kill_namespace(process.pid)
                 await asyncio.wait([exited], timeout=_TEARDOWN_S)
         kill_group(process.pid)
-        await self.sweep(workspace.account)
-        if workspace.group is not None and workspace.group.processes():
-            workspace.group.kill()
+        # Every process of the account started in its control group and cannot leave it (moving needs root):
+        # an empty group means nothing of the uid is left, and the kill(-1) sweep (a fork and an exec) is
+        # spared. Without a group, or with one not empty, the uid is swept.
+        group = workspace.group
+        if group is None or group.processes():
+            await self.sweep(workspace.account)
+            if group is not None:
+                group.kill()
         helpers[0].cancel()  # the overflow watch
         _, pending = await asyncio.wait([exited, *helpers], timeout=_DRAIN_S)
         for helper in pending:
