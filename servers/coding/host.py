@@ -24,9 +24,9 @@ reference solutions and the git history. Always hidden from sandboxed code."""
 
 _STANDARD_PYTHONS = ("/usr/local/bin/python3", "/usr/bin/python3", "/bin/python3")
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# where services keep sockets (and data): covered in every run, with every home directory
-_SOCKET_PLACES: tuple[str, ...] = ("/run", "/var/run", "/var/tmp", "/var/lib", "/var/spool", "/var/mail")
-_SOCKET_PLACES += ("/home", "/root", "/srv", "/mnt")
+# where services keep sockets (and data): covered in every run, with every home directory outside /usr
+# (few and wide: each cover is a mount, made and torn down with every run)
+_SOCKET_PLACES = ("/run", "/var", "/home", "/root", "/srv", "/mnt", "/media")
 # what a run needs: never covered, nor any directory holding one of them
 _NEEDED = ("/etc", "/dev/null", "/dev/urandom", "/proc/self", "/usr/lib", "/lib", "/lib64", "/usr/share/zoneinfo")
 
@@ -132,6 +132,7 @@ class Covers:
     def __init__(self, needed: list[Path]) -> None:
         self.needed = [*(Path(path) for path in _NEEDED), *needed]
         homes = [Path(str(entry.pw_dir)) for entry in pwd.getpwall()]
+        homes = [home for home in homes if not home.is_relative_to("/usr")]  # system accounts' read-only homes
         self.fixed = self._directories([Path(place) for place in _SOCKET_PLACES] + homes)
         self._seen: list[str] | None = None
         self._answer: tuple[tuple[bytes, ...], tuple[bytes, ...]] = ((), ())
