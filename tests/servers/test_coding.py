@@ -33,7 +33,7 @@ from servers.coding.accounts import UidPool
 from servers.coding.backends import ProdBackend
 from servers.coding.host import Capabilities, require
 from servers.coding.judge import verdict
-from servers.coding.sandbox import RunOutcome, Sandbox
+from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 from servers.coding.settings import CodingSettings
 from tests.servers.coding_solutions import SOLUTIONS
 from tests.support import IN_CI, LiveServer, live_server
@@ -733,3 +733,30 @@ def test_runs_and_start_up_go_on_while_host_mounts_come_and_go(tmp_path: Path) -
         subprocess.run(["rm", "-rf", str(churn)], check=False)
     assert [o.exit_code for o in outcomes] == [0] * 30, [o.stderr for o in outcomes if o.exit_code]
     assert not [o.stdout for o in outcomes if "wrote" in o.stdout]  # a mount present during a run is read-only too
+
+
+def test_one_episode_cannot_hold_every_run_slot(tmp_path: Path) -> None:
+    settings = CodingSettings(scratch=tmp_path / "slots", max_concurrent_runs=2, max_runs_per_episode=1)
+    finished: list[str] = []
+
+    async def play() -> None:
+        sandbox = await Sandbox.for_settings(settings)
+        greedy, other = await sandbox.open_workspace(), await sandbox.open_workspace()
+
+        async def one(workspace: Workspace, name: str, seconds: float) -> None:
+            await sandbox.run(workspace, f"import time\ntime.sleep({seconds})", stdin="", timeout_s=10)
+            finished.append(name)
+
+        try:
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    for n in range(3):
+                        group.start_soon(one, greedy, f"greedy-{n}", 2.0)
+                    await anyio.sleep(0)  # the greedy episode's runs are queued first
+                    group.start_soon(one, other, "other", 0.1)
+        finally:
+            await sandbox.close_workspace(greedy)
+            await sandbox.close_workspace(other)
+
+    anyio.run(play)
+    assert finished[0] == "other", finished  # it did not wait behind the greedy episode's runs
