@@ -85,7 +85,7 @@ class _Backend:
             max_file_mb=settings.max_file_mb,
             max_output_bytes=settings.max_output_bytes,
             network=not caps.namespaces,
-            isolation=sandbox.isolation(),
+            isolation=sandbox.isolation(capped_workspace=self.workspace.owned),
         )
 
 

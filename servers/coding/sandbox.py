@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import math
 import os
 import resource
@@ -53,6 +54,8 @@ _GRACE_S = 1.0  # bound on the init shell exiting once its program is killed, be
 _TEARDOWN_S = 5.0  # bound on a killed run's namespace dying before its whole group is killed
 _TRUE = shutil.which("true") or "/bin/true"
 _CPU_LIMIT_STATUS = 128 + signal.SIGXCPU
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,8 @@ class Sandbox:
         require(sandbox.capabilities, settings)  # what is known missing already fails before any probe
         await sandbox._probe()
         require(sandbox.capabilities, settings)
+        for gap in (measure for measure in sandbox.isolation() if measure.startswith("NOT bounded")):
+            log.warning("coding sandbox: %s", gap)
         return sandbox
 
     async def _probe(self) -> None:
@@ -485,8 +490,8 @@ class Sandbox:
             slots = self._slots[loop] = _Slots(self.settings.max_concurrent_runs, self.settings.max_runs_per_episode)
         return slots
 
-    def isolation(self) -> list[str]:
-        """The measures in force, in words."""
+    def isolation(self, *, capped_workspace: bool = True) -> list[str]:
+        """The measures in force, in words; ``capped_workspace`` false for the operator's own (prod) directory."""
         caps = self.capabilities
         measures = []
         if caps.users:
@@ -510,8 +515,13 @@ class Sandbox:
         measures.append("limits per process: CPU time, address space, file size, open files; core dumps off")
         settings = self.settings
         measures.append(self.cgroups.describe(self.episode_memory_bytes, settings.max_processes))
-        if self.pool is not None:
-            measures.append(f"disk: the working directory is a {settings.workspace_mb} MiB tmpfs (sim)")
+        if self.pool is not None and capped_workspace:
+            measures.append(f"disk: the working directory is a {settings.workspace_mb} MiB tmpfs")
+        elif self.pool is not None:
+            measures.append(
+                "NOT bounded: disk use in the working directory (the operator's CODING_WORKSPACE; 16 MiB per file); "
+                f"each hidden test's directory is a {settings.workspace_mb} MiB tmpfs"
+            )
         else:
             measures.append("NOT bounded: disk use in the working directory (not root: no tmpfs)")
         measures.append(
