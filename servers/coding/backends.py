@@ -151,7 +151,7 @@ class ProdBackend(_Backend):
             raise BackendUnavailable(f"The acceptance tests {tests} (CODING_TESTS_FILE) are gone")
 
     async def aclose(self) -> None:
-        await self.sandbox.sweep(self.workspace.account)
+        await self.sandbox.sweep(self.workspace.account)  # the operator's account: whatever it runs, always
         if self.workspace.group is not None:
             self.workspace.group.remove()
 

@@ -233,7 +233,7 @@ class Sandbox:
 
     async def close_workspace(self, workspace: Workspace) -> None:
         """Kill what the account still runs, remove the directory if owned, give the uid back."""
-        await self.sweep(workspace.account)
+        await self.sweep_unless_empty(workspace)
         if workspace.group is not None:
             workspace.group.remove()
         if workspace.owned:
@@ -442,14 +442,7 @@ class Sandbox:
                 kill_namespace(process.pid)
                 await asyncio.wait([exited], timeout=_TEARDOWN_S)
         kill_group(process.pid)
-        # Every process of the account started in its control group and cannot leave it (moving needs root):
-        # an empty group means nothing of the uid is left, and the kill(-1) sweep (a fork and an exec) is
-        # spared. Without a group, or with one not empty, the uid is swept.
-        group = workspace.group
-        if group is None or group.processes():
-            await self.sweep(workspace.account)
-            if group is not None:
-                group.kill()
+        await self.sweep_unless_empty(workspace)
         helpers[0].cancel()  # the overflow watch
         _, pending = await asyncio.wait([exited, *helpers], timeout=_DRAIN_S)
         for helper in pending:
@@ -471,6 +464,18 @@ class Sandbox:
                     os.kill(program[0], signal.SIGKILL)
                 return
         kill_group(pid)
+
+    async def sweep_unless_empty(self, workspace: Workspace) -> None:
+        """:meth:`sweep` the account and kill what is in its control group, unless the group is there and empty.
+
+        Every process of the account started in its group and cannot leave it (moving needs root), so
+        an empty group means nothing of the uid is left, and the sweep (a fork and an exec) is spared.
+        """
+        group = workspace.group
+        if group is None or group.processes():
+            await self.sweep(workspace.account)
+            if group is not None:
+                group.kill()
 
     async def sweep(self, account: Account) -> None:
         """Kill every process of a per-episode (or prod workspace) account, wherever it is.
