@@ -27,6 +27,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from servers.coding.process import alive
+
 __all__ = ["Cgroups", "Group"]
 
 _ROOT = Path("/sys/fs/cgroup")
@@ -105,17 +107,28 @@ class Cgroups:
         name = f"openenv-coding-{os.getpid()}"
         try:
             if "" in own and (_ROOT / "cgroup.controllers").exists():
-                return cls(parents=(_v2_parent(_ROOT / own[""].lstrip("/"), name),), version=2)
-            if "memory" in own and "pids" in own:
+                found = cls(parents=(_v2_parent(_ROOT / own[""].lstrip("/"), name),), version=2)
+            elif "memory" in own and "pids" in own:
                 parents = []
                 for controller in ("memory", "pids"):
                     parent = _ROOT / controller / own[controller].lstrip("/") / name
                     parent.mkdir(exist_ok=True)
                     parents.append(parent)
-                return cls(parents=tuple(parents), version=1)
+                found = cls(parents=tuple(parents), version=1)
+            else:
+                return cls(problem="no cgroup v2 hierarchy and no cgroup v1 memory and pids hierarchies")
+            found.remove_stale()
+            return found
         except OSError as exc:
             return cls(problem=f"cannot make a control group ({exc.strerror}: {exc.filename})")
-        return cls(problem="no cgroup v2 hierarchy and no cgroup v1 memory and pids hierarchies")
+
+    def remove_stale(self) -> None:
+        """Remove the groups of servers that died without removing theirs (killed with SIGKILL)."""
+        for parent in self.parents:
+            for sibling in parent.parent.glob("openenv-coding-*"):
+                pid = sibling.name.rsplit("-", 1)[1]
+                if pid.isdigit() and not alive(int(pid)):
+                    Cgroups(parents=(sibling,), version=self.version).close()
 
     def create(self, name: str, memory_bytes: int, processes: int) -> Group | None:
         """A new group ``<name>-<n>`` with its limits, or None when control groups are unavailable."""

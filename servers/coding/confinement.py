@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from servers.coding.accounts import Account
 
-__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "preexec", "remount_read_only", "sweeper"]
+__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "preexec", "remount_read_only", "sweeper", "unescape"]
 
 SETUP_FAILED = 125
 """Exit status of a child whose confinement failed (its reason is in the report pipe)."""
@@ -155,7 +155,7 @@ def remount_read_only(table: bytes) -> None:
         flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
         for option in fields[5].split(b","):
             flags |= _KEPT_FLAGS.get(option, 0)
-        point = _unescape(fields[4])
+        point = unescape(fields[4])
         if _mount(None, point, None, flags, None) != 0:
             failure = ctypes.get_errno()
             if failure not in (errno.ENOENT, errno.EINVAL):
@@ -170,8 +170,8 @@ def remount_read_only(table: bytes) -> None:
         raise _SetupError("read-only remount of " + point.decode(errors="replace"), failure)
 
 
-def _unescape(path: bytes) -> bytes:
-    # mountinfo writes space, tab, newline and backslash as octal escapes
+def unescape(path: bytes) -> bytes:
+    """A path as ``/proc/self/mountinfo`` writes it (space, tab, newline and backslash escaped), unescaped."""
     for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
         path = path.replace(code, bytes([int(code[1:], 8)]))
     return path

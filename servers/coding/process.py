@@ -9,7 +9,7 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-__all__ = ["Capture", "children", "feed", "kill_group", "kill_namespace", "read_report"]
+__all__ = ["Capture", "alive", "children", "feed", "kill_group", "kill_namespace", "read_report"]
 
 
 @dataclass(slots=True)
@@ -48,6 +48,17 @@ async def feed(stream: asyncio.StreamWriter | None, data: bytes) -> None:
         stream.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the program exited (or closed stdin) without reading all of it
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def kill_group(pid: int) -> None:

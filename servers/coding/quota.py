@@ -12,7 +12,10 @@ import ctypes
 import os
 from pathlib import Path
 
-__all__ = ["SOURCE", "mount_capped", "remove_capped"]
+from servers.coding.confinement import unescape
+from servers.coding.process import alive
+
+__all__ = ["SOURCE", "mount_capped", "remove_capped", "remove_stale"]
 
 SOURCE = f"openenv-coding-{os.getpid()}"
 """The tmpfs source name, as ``mount`` and ``/proc/self/mountinfo`` show it: the server that made it."""
@@ -41,3 +44,24 @@ def remove_capped(path: Path) -> None:
     _umount2(os.fsencode(path), _MNT_DETACH)
     with contextlib.suppress(OSError):
         path.rmdir()
+
+
+def remove_stale() -> list[str]:
+    """Unmount the working directories of servers that died without unmounting theirs (killed with SIGKILL)."""
+    removed = []
+    with open("/proc/self/mountinfo", "rb") as table:
+        lines = table.read().splitlines()
+    for line in lines:
+        fields = line.split(b" - ", 1)
+        if len(fields) != 2 or len(fields[1].split()) < 2:
+            continue
+        kind, source = fields[1].split()[:2]
+        if kind != b"tmpfs" or not source.startswith(b"openenv-coding-"):
+            continue
+        pid = source.rsplit(b"-", 1)[1]
+        if not pid.isdigit() or int(pid) == os.getpid() or alive(int(pid)):
+            continue
+        point = fields[0].split(b" ")[4]
+        remove_capped(Path(os.fsdecode(unescape(point))))
+        removed.append(os.fsdecode(point))
+    return removed

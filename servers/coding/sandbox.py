@@ -43,7 +43,7 @@ from servers.coding.cgroups import Cgroups, Group
 from servers.coding.confinement import VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
 from servers.coding.host import Capabilities, Covers, find_tools, hidden_paths, make_scratch, require, resolve_python
 from servers.coding.process import Capture, children, feed, kill_group, kill_namespace, read_report
-from servers.coding.quota import mount_capped, remove_capped
+from servers.coding.quota import mount_capped, remove_capped, remove_stale
 from servers.coding.settings import CodingSettings
 from servers.coding.syscalls import Filter, build
 
@@ -132,7 +132,9 @@ class Sandbox:
         syscall_filter = build()
         if syscall_filter is None:
             problems.append(f"no system-call filter for the architecture {os.uname().machine}")
-        cgroups = Cgroups.detect()
+        cgroups = Cgroups.detect()  # also removes the groups of dead servers
+        if users:
+            remove_stale()  # and their working directories' mounts
         if cgroups.available:
             atexit.register(cgroups.close)
         sandbox = cls(

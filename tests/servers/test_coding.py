@@ -5,6 +5,7 @@ The sandbox tests need what CI has: root on Linux with namespaces. Elsewhere the
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import socket
@@ -760,3 +761,25 @@ def test_one_episode_cannot_hold_every_run_slot(tmp_path: Path) -> None:
 
     anyio.run(play)
     assert finished[0] == "other", finished  # it did not wait behind the greedy episode's runs
+
+
+def test_a_dead_servers_mounts_and_control_groups_are_removed_at_start_up(tmp_path: Path) -> None:
+    """A server killed with SIGKILL leaves its working directories mounted and its control groups behind."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    point = tmp_path / "left-behind"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", f"openenv-coding-{pid}", str(point)], check=True)
+    anyio.run(Sandbox.for_settings, CodingSettings())  # this process's groups: the dead server's go next to them
+    ours = glob.glob(f"/sys/fs/cgroup/**/openenv-coding-{os.getpid()}/", recursive=True)
+    groups = {Path(path).parent / f"openenv-coding-{pid}" for path in ours}
+    assert groups or not IN_CI, "CI's host gives control groups"
+    for group in groups:
+        group.mkdir(exist_ok=True)
+        (group / "uid-1-1").mkdir(exist_ok=True)
+    try:
+        anyio.run(Sandbox.for_settings, CodingSettings(scratch=tmp_path / "fresh"))
+        assert f"openenv-coding-{pid} " not in Path("/proc/self/mounts").read_text()
+        assert [group for group in groups if group.exists()] == []
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False, capture_output=True)
