@@ -73,7 +73,7 @@ class _Backend:
 
     async def _judge(self, code: str, suite: TestSuite) -> SubmitResult:
         self.sandbox.place(self.workspace, SOLUTION, code)
-        return await judge(self.sandbox, self.workspace.account, code, suite, hash_seed=self._hash_seed)
+        return await judge(self.sandbox, self.workspace, code, suite, hash_seed=self._hash_seed)
 
     def describe(self) -> SandboxInfo:
         sandbox, settings = self.sandbox, self.sandbox.settings
@@ -87,7 +87,7 @@ class _Backend:
             max_file_mb=settings.max_file_mb,
             max_output_bytes=settings.max_output_bytes,
             network=not caps.namespaces,
-            isolation=sandbox.isolation(),
+            isolation=sandbox.isolation(capped_workspace=self.workspace.owned),
         )
 
 
@@ -179,7 +179,8 @@ class ProdBackend(_Backend):
         from servers.coding.tasks import load_suite  # tasks imports this module
 
         suite = load_suite(settings.tests_file) if settings.tests_file is not None else None
-        return cls(sandbox, Workspace(path=path, account=account, owned=False), suite)
+        group = sandbox.group_for(account) if sandbox.capabilities.users else None
+        return cls(sandbox, Workspace(path=path, account=account, owned=False, group=group), suite)
 
     async def ping(self) -> None:
         await super().ping()
@@ -188,7 +189,9 @@ class ProdBackend(_Backend):
             raise BackendUnavailable(f"The acceptance tests {tests} (CODING_TESTS_FILE) are gone")
 
     async def aclose(self) -> None:
-        await self.sandbox.sweep(self.workspace.account)
+        await self.sandbox.sweep(self.workspace.account)  # the operator's account: whatever it runs, always
+        if self.workspace.group is not None:
+            self.workspace.group.remove()
 
     async def run(self, code: str, *, stdin: str, timeout_s: float) -> RunResult:
         async with self._turn:

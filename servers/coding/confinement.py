@@ -3,20 +3,28 @@
 With namespaces (the server runs as root on a Linux that allows them), the child of the
 server, still root:
 
-1. enters new mount, network and IPC namespaces (no network: the only interface is a
+1. joins its episode's control group and marks every descriptor but 0, 1 and 2 close-on-exec
+   (whatever the event loop passed down: uvloop does not honour ``close_fds``);
+2. enters new mount, network and IPC namespaces (no network: the only interface is a
    loopback that is down);
-2. makes every mount private to the run and read-only;
-3. binds the workspace on ``/tmp`` (read-write, nosuid, nodev) and makes it the working directory;
-4. covers the hidden paths (the source checkout with the task data, the acceptance tests);
-5. mounts a private ``/dev/shm``;
-6. sets niceness, no-new-privileges, SIGKILL if the server dies, and the resource limits;
+3. makes every mount private to the run and read-only, reading its own (now private, so
+   stable) mount table; a mount that is gone by then is skipped, once the path is checked
+   to be read-only or absent;
+4. binds the workspace on ``/tmp`` (read-write, nosuid, nodev) and makes it the working directory;
+5. covers the hidden paths (the source checkout with the task data, the acceptance tests),
+   then every place a host socket can live (``/run``, ``/var/lib``, home directories, each
+   directory the host's ``/proc/net/unix`` names) with an empty read-only tmpfs, and a socket
+   in a directory that cannot be covered with ``/dev/null``;
+6. mounts a private ``/dev/shm``;
+7. sets niceness, no-new-privileges, SIGKILL if the server dies, the resource limits, and last
+   the system-call filter (:mod:`servers.coding.syscalls`);
 
 then execs :func:`command`: ``unshare`` makes a PID namespace with its own ``/proc``,
 ``setpriv`` drops to the episode's uid and gid with no supplementary groups, and a
 ``/bin/sh`` becomes the namespace's init, running ``python``. When the run ends or is
-killed, the kernel kills and reaps every process left in the namespace.
+killed, the server kills that init, and the kernel kills every process left in the namespace.
 
-Without namespaces, steps 1-5 are a plain ``chdir`` and the child drops to the episode's
+Without namespaces, steps 2-6 are a plain ``chdir`` and the child drops to the episode's
 uid itself (when root) before exec'ing ``python`` directly.
 
 A failing step writes why into a report pipe and exits with status 125, so nothing ever
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import resource
 import signal
@@ -36,7 +45,7 @@ from dataclasses import dataclass
 
 from servers.coding.accounts import Account
 
-__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "mount_points", "preexec", "sweeper"]
+__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "preexec", "remount_read_only", "sweeper", "unescape"]
 
 SETUP_FAILED = 125
 """Exit status of a child whose confinement failed (its reason is in the report pipe)."""
@@ -50,7 +59,10 @@ _CLONE_NEWNET = 0x4000_0000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_NOATIME, _MS_NODIRATIME, _MS_BIND = 32, 1024, 2048, 4096
 _MS_REC, _MS_PRIVATE, _MS_RELATIME = 16384, 1 << 18, 1 << 21
-_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_PR_SET_PDEATHSIG, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 22, 38
+_SECCOMP_MODE_FILTER = 2
+_CLOSE_RANGE_CLOEXEC = 4
+_COVER = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
 _KEPT_FLAGS = {
     b"nosuid": _MS_NOSUID,
     b"nodev": _MS_NODEV,
@@ -70,6 +82,9 @@ _mount = _libc.mount
 _mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _prctl = _libc.prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_close_range = getattr(_libc, "close_range", None)  # glibc 2.34+; Linux 5.11+ for the CLOEXEC flag
+if _close_range is not None:
+    _close_range.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +96,12 @@ class Plan:
     account: Account | None
     rlimits: tuple[tuple[int, int, int], ...]
     niceness: int
-    remounts: tuple[tuple[bytes, int], ...] = ()
     hidden_dirs: tuple[bytes, ...] = ()
     hidden_files: tuple[bytes, ...] = ()
+    covered_dirs: tuple[bytes, ...] = ()
+    covered_files: tuple[bytes, ...] = ()
+    cgroup_fds: tuple[int, ...] = ()
+    seccomp: int = 0  # address of the filter's struct sock_fprog (0: none)
     report_fd: int = -1
     parent_pid: int = 0
 
@@ -123,22 +141,37 @@ def _check(result: int, step: str) -> None:
         raise _SetupError(step, ctypes.get_errno())
 
 
-def mount_points() -> tuple[tuple[bytes, int], ...]:
-    """Each mount point of this process and the flags to keep when it is made read-only."""
-    with open("/proc/self/mountinfo", "rb") as info:
-        lines = info.read().splitlines()
-    points = []
-    for line in lines:
+def remount_read_only(table: bytes) -> None:
+    """Remount every mount point of ``table`` (a mountinfo) read-only, keeping its other flags.
+
+    A mount that has gone since the table was read (ENOENT, EINVAL: not a mount point any more)
+    is skipped, but only once every remount is done and its path turns out absent or read-only.
+    """
+    skipped = []
+    for line in table.splitlines():
         fields = line.split(b" ")
+        if len(fields) < 6:
+            continue
         flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
         for option in fields[5].split(b","):
             flags |= _KEPT_FLAGS.get(option, 0)
-        points.append((_unescape(fields[4]), flags))
-    return tuple(points)
+        point = unescape(fields[4])
+        if _mount(None, point, None, flags, None) != 0:
+            failure = ctypes.get_errno()
+            if failure not in (errno.ENOENT, errno.EINVAL):
+                raise _SetupError("read-only remount of " + point.decode(errors="replace"), failure)
+            skipped.append((point, failure))
+    for point, failure in skipped:
+        try:
+            if os.statvfs(point).f_flag & os.ST_RDONLY:
+                continue
+        except FileNotFoundError:
+            continue
+        raise _SetupError("read-only remount of " + point.decode(errors="replace"), failure)
 
 
-def _unescape(path: bytes) -> bytes:
-    # mountinfo writes space, tab, newline and backslash as octal escapes
+def unescape(path: bytes) -> bytes:
+    """A path as ``/proc/self/mountinfo`` writes it (space, tab, newline and backslash escaped), unescaped."""
     for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
         path = path.replace(code, bytes([int(code[1:], 8)]))
     return path
@@ -149,6 +182,9 @@ def preexec(plan: Plan) -> Callable[[], None]:
 
     def confine() -> None:
         try:
+            for fd in plan.cgroup_fds:  # first, so that everything the run holds is counted
+                os.write(fd, b"0")
+            _close_on_exec_from(3)
             if plan.namespaces:
                 _enter_namespaces(plan)
             else:
@@ -166,6 +202,8 @@ def preexec(plan: Plan) -> Callable[[], None]:
             # last: once the address space is capped, even a small allocation here could fail
             for limit, soft, hard in plan.rlimits:
                 resource.setrlimit(limit, (soft, hard))
+            if plan.seccomp:
+                _check(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, plan.seccomp, 0, 0), "system-call filter")
         except _SetupError as exc:
             _fail(plan.report_fd, f"{exc.step}: {os.strerror(exc.errno)}")
         except OSError as exc:
@@ -176,22 +214,52 @@ def preexec(plan: Plan) -> Callable[[], None]:
     return confine
 
 
+def _close_on_exec_from(lowest: int) -> None:
+    """Mark every descriptor from ``lowest`` up close-on-exec (they still work until exec: the report pipe)."""
+    if _close_range is not None and _close_range(lowest, 0xFFFF_FFFF, _CLOSE_RANGE_CLOEXEC) == 0:
+        return
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd >= lowest:
+            with contextlib.suppress(OSError):  # the listing's own descriptor is gone already
+                os.set_inheritable(fd, False)
+
+
+def _read(path: bytes) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65_536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _enter_namespaces(plan: Plan) -> None:
     _check(_unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC), "unshare(mount, network, IPC)")
     _check(_mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
-    for point, flags in plan.remounts:
-        _check(_mount(None, point, None, flags, None), "read-only remount of " + point.decode(errors="replace"))
+    remount_read_only(_read(b"/proc/self/mountinfo"))  # private now: no mount comes or goes any more
     workdir = VISIBLE_WORKDIR.encode()
     _check(_mount(plan.workspace, workdir, None, _MS_BIND, None), "bind the workspace")
     _check(_mount(None, workdir, None, _MS_REMOUNT | _MS_BIND | _MS_NOSUID | _MS_NODEV, None), "workspace rw")
     for path in plan.hidden_dirs:
-        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-        _check(_mount(b"none", path, b"tmpfs", flags, b"size=4k,mode=0555"), "hide " + path.decode(errors="replace"))
+        _check(_mount(b"none", path, b"tmpfs", _COVER, b"size=4k,mode=0555"), "hide " + path.decode(errors="replace"))
     for path in plan.hidden_files:
         _check(_mount(b"/dev/null", path, None, _MS_BIND, None), "hide " + path.decode(errors="replace"))
+    for path in plan.covered_dirs:
+        _cover(_mount(b"none", path, b"tmpfs", _COVER, b"size=4k,mode=0755"), path)
+    for path in plan.covered_files:
+        _cover(_mount(b"/dev/null", path, None, _MS_BIND, None), path)
     if os.path.isdir(b"/dev/shm"):
         _check(_mount(b"none", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=16m,mode=1777"), "/dev/shm")
     os.chdir(workdir)
+
+
+def _cover(result: int, path: bytes) -> None:
+    """A cover that failed because its path has gone (a socket or directory removed meanwhile) hides nothing."""
+    if result != 0 and ctypes.get_errno() not in (errno.ENOENT, errno.ENOTDIR):
+        raise _SetupError("cover " + path.decode(errors="replace"), ctypes.get_errno())
 
 
 def _fail(report_fd: int, reason: str) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from servers.coding.accounts import Account
 from servers.coding.models import Failure, SubmitResult
-from servers.coding.sandbox import RunOutcome, Sandbox
+from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 
 __all__ = ["DEFAULT_TIME_LIMIT_S", "TestCase", "TestSuite", "judge", "same_output", "verdict"]
 
@@ -38,13 +37,13 @@ class TestSuite:
 
 
 async def judge(
-    sandbox: Sandbox, account: Account, code: str, suite: TestSuite, *, hash_seed: int | None
+    sandbox: Sandbox, home: Workspace, code: str, suite: TestSuite, *, hash_seed: int | None
 ) -> SubmitResult:
-    """Run ``code`` once per test, each in a fresh directory as ``account``."""
+    """Run ``code`` once per test, each in a fresh directory as ``home``'s account, in its control group."""
     failures = []
     tests = suite.tests
     for number, test in enumerate(tests, start=1):
-        async with sandbox.scratch_workspace(account) as workspace:
+        async with sandbox.scratch_workspace(home) as workspace:
             outcome = await sandbox.run(
                 workspace, code, stdin=test.input, timeout_s=suite.time_limit_s, hash_seed=hash_seed
             )

@@ -1,5 +1,5 @@
 """One sandboxed process seen from the server: its output captured with a cap, its stdin fed,
-its process group killed, its children listed, and the report of a failed confinement."""
+its process group or PID namespace killed, its children listed, and the report of a failed confinement."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-__all__ = ["Capture", "children", "feed", "kill_group", "read_report"]
+__all__ = ["Capture", "alive", "children", "feed", "kill_group", "kill_namespace", "read_report"]
 
 
 @dataclass(slots=True)
@@ -50,10 +50,41 @@ async def feed(stream: asyncio.StreamWriter | None, data: bytes) -> None:
         pass  # the program exited (or closed stdin) without reading all of it
 
 
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL every process of the group ``pid`` leads."""
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(pid, signal.SIGKILL)
+
+
+def kill_namespace(pid: int) -> None:
+    """SIGKILL the child of ``pid`` (``unshare``): the init of the run's PID namespace, and so all in it.
+
+    The child is held by a pidfd and checked to be ``pid``'s child still before the signal, so a
+    recycled process id is never signalled.
+    """
+    for child in children(pid):
+        try:
+            handle = os.pidfd_open(child)
+        except OSError:  # gone already
+            continue
+        try:
+            if child in children(pid):
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+        except OSError:
+            pass  # it died meanwhile
+        finally:
+            os.close(handle)
 
 
 def children(pid: int) -> list[int]:

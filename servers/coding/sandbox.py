@@ -6,17 +6,21 @@
     await sandbox.close_workspace(workspace)
 
 One :class:`Sandbox` per process and settings holds what the host allows (probed once, see
-:mod:`servers.coding.host`), the scratch directory, the uid pool and a cap on concurrent
-runs. A :class:`Workspace` is a directory and the account code runs as there. Each run is
+:mod:`servers.coding.host`), the scratch directory, the uid pool, the control groups and the
+run slots (a cap per server, and one run at a time per episode). A :class:`Workspace` is a
+size-capped directory, the account code runs as there, and its control group. Each run is
 one process tree (``python -s -B main.py``) in its own session, confined as
 :mod:`servers.coding.confinement` describes, with a minimal environment; its output is read
-as it comes and capped; a wall-clock timeout kills it; nothing it starts outlives the call.
+as it comes and capped; a wall-clock timeout kills it; nothing it starts outlives the call:
+its PID namespace is killed, then every process of its uid, then anything left in its group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import logging
 import math
 import os
 import resource
@@ -35,26 +39,33 @@ import anyio
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from servers.coding.accounts import Account, UidPool
-from servers.coding.confinement import VISIBLE_WORKDIR, Plan, Tools, command, mount_points, preexec, sweeper
-from servers.coding.host import Capabilities, find_tools, hidden_paths, make_scratch, require, resolve_python
-from servers.coding.process import Capture, children, feed, kill_group, read_report
+from servers.coding.cgroups import Cgroups, Group
+from servers.coding.confinement import VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
+from servers.coding.host import Capabilities, Covers, find_tools, hidden_paths, make_scratch, require, resolve_python
+from servers.coding.process import Capture, children, feed, kill_group, kill_namespace, read_report
+from servers.coding.quota import mount_capped, remove_capped, remove_stale
 from servers.coding.settings import CodingSettings
+from servers.coding.syscalls import Filter, build
 
 __all__ = ["RunOutcome", "Sandbox", "Workspace"]
 
 _DRAIN_S = 2.0  # bound on reading what is left in the pipes once the run's processes are dead
+_GRACE_S = 1.0  # bound on the init shell exiting once its program is killed, before the namespace is
 _TEARDOWN_S = 5.0  # bound on a killed run's namespace dying before its whole group is killed
 _TRUE = shutil.which("true") or "/bin/true"
 _CPU_LIMIT_STATUS = 128 + signal.SIGXCPU
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """A directory code runs in and the account it runs as; ``owned`` ones are removed on close."""
+    """A directory code runs in, the account it runs as and its control group; ``owned`` ones are removed on close."""
 
     path: Path
     account: Account
     owned: bool = True
+    group: Group | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,8 @@ class Sandbox:
         pool: UidPool | None,
         tools: Tools | None,
         capabilities: Capabilities,
+        syscall_filter: Filter | None = None,
+        cgroups: Cgroups | None = None,
     ) -> None:
         self.settings = settings
         self.python = python
@@ -91,9 +104,10 @@ class Sandbox:
         self.tools = tools
         self.capabilities = capabilities
         self.hidden_dirs, self.hidden_files = hidden_paths(settings)
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.filter = syscall_filter
+        self.cgroups = cgroups or Cgroups(problem="the server is not root")
+        self.covers = Covers([Path(python), Path(python).parent.parent / "lib", *_tool_paths(tools)])
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Slots] = weakref.WeakKeyDictionary()
 
     # assembly ------------------------------------------------------------------------------
 
@@ -115,13 +129,25 @@ class Sandbox:
         if users and tools is None:
             problems.append("util-linux 'unshare' and 'setpriv' or '/bin/sh' not found")
         pool = UidPool.shared(settings.uid_lock, settings.uid_base, settings.uid_count) if users else None
+        syscall_filter = build()
+        if syscall_filter is None:
+            problems.append(f"no system-call filter for the architecture {os.uname().machine}")
+        cgroups = Cgroups.detect()  # also removes the groups of dead servers
+        if users:
+            remove_stale()  # and their working directories' mounts
+        if cgroups.available:
+            atexit.register(cgroups.close)
         sandbox = cls(
             settings,
             python=python,
             scratch=make_scratch(settings.scratch),
             pool=pool,
             tools=tools,
-            capabilities=Capabilities(users=users, namespaces=tools is not None, problems=tuple(problems)),
+            capabilities=Capabilities(
+                users=users, namespaces=tools is not None, problems=tuple(problems), seccomp=syscall_filter is not None
+            ),
+            syscall_filter=syscall_filter,
+            cgroups=cgroups,
         )
         for path in (*sandbox.hidden_dirs, *sandbox.hidden_files):
             if Path(python).is_relative_to(path):
@@ -129,6 +155,8 @@ class Sandbox:
         require(sandbox.capabilities, settings)  # what is known missing already fails before any probe
         await sandbox._probe()
         require(sandbox.capabilities, settings)
+        for gap in (measure for measure in sandbox.isolation() if measure.startswith("NOT bounded")):
+            log.warning("coding sandbox: %s", gap)
         return sandbox
 
     async def _probe(self) -> None:
@@ -143,7 +171,10 @@ class Sandbox:
                 if not caps.namespaces:
                     raise ConfigError(f"The coding sandbox cannot start a process here: {exc.message}") from None
                 caps = self.capabilities = Capabilities(
-                    users=caps.users, namespaces=False, problems=(*caps.problems, f"namespaces: {exc.message}")
+                    users=caps.users,
+                    namespaces=False,
+                    problems=(*caps.problems, f"namespaces: {exc.message}"),
+                    seccomp=caps.seccomp,
                 )
                 try:
                     outcome = await self.run(workspace, program, stdin="", timeout_s=10)
@@ -158,7 +189,11 @@ class Sandbox:
                 "and CODING_SCRATCH to a directory, that any user may reach"
             )
         self.capabilities = Capabilities(
-            users=caps.users, namespaces=caps.namespaces, python_version=outcome.stdout.strip(), problems=caps.problems
+            users=caps.users,
+            namespaces=caps.namespaces,
+            python_version=outcome.stdout.strip(),
+            problems=caps.problems,
+            seccomp=caps.seccomp,
         )
 
     # workspaces ------------------------------------------------------------------------------
@@ -170,40 +205,70 @@ class Sandbox:
         return Account(uid=os.getuid(), gid=os.getgid())
 
     async def open_workspace(self) -> Workspace:
-        """A new empty directory (0700, owned by a fresh account) under the scratch directory."""
+        """A new empty size-capped directory (0700, owned by a fresh account) under the scratch directory."""
         account = self.account()
         try:
             path = self._make_dir(account)
         except OSError as exc:
             self._release(account)
             raise BackendUnavailable(f"Cannot make a workspace in {self.scratch}: {exc.strerror}") from None
-        return Workspace(path=path, account=account)
+        try:
+            group = self.group_for(account)
+        except BackendUnavailable:
+            self._remove_dir(path)
+            self._release(account)
+            raise
+        return Workspace(path=path, account=account, group=group)
+
+    def group_for(self, account: Account) -> Group | None:
+        """A control group bounding everything ``account`` runs (None where the host has none to give)."""
+        settings = self.settings
+        try:
+            return self.cgroups.create(f"uid-{account.uid}", self.episode_memory_bytes, settings.max_processes)
+        except OSError as exc:
+            raise BackendUnavailable(f"Cannot make a control group {exc.filename}: {exc.strerror}") from None
+
+    @property
+    def episode_memory_bytes(self) -> int:
+        """Memory of an episode's processes and of its working directory's files, together."""
+        return (self.settings.memory_mb + self.settings.workspace_mb) * 2**20
 
     async def close_workspace(self, workspace: Workspace) -> None:
         """Kill what the account still runs, remove the directory if owned, give the uid back."""
-        await self.sweep(workspace.account)
+        await self.sweep_unless_empty(workspace)
+        if workspace.group is not None:
+            workspace.group.remove()
         if workspace.owned:
-            await asyncio.to_thread(shutil.rmtree, workspace.path, ignore_errors=True)
+            await asyncio.to_thread(self._remove_dir, workspace.path)
         self._release(workspace.account)
 
     @asynccontextmanager
-    async def scratch_workspace(self, account: Account) -> AsyncIterator[Workspace]:
-        """A fresh directory for one run as ``account`` (a hidden test, say), removed afterwards."""
+    async def scratch_workspace(self, workspace: Workspace) -> AsyncIterator[Workspace]:
+        """A fresh directory for one run as ``workspace``'s account (a hidden test, say), removed afterwards."""
         try:
-            path = self._make_dir(account)
+            path = self._make_dir(workspace.account)
         except OSError as exc:
             raise BackendUnavailable(f"Cannot make a directory in {self.scratch}: {exc.strerror}") from None
         try:
-            yield Workspace(path=path, account=account)
+            yield Workspace(path=path, account=workspace.account, group=workspace.group)
         finally:
-            await asyncio.to_thread(shutil.rmtree, path, ignore_errors=True)
+            await asyncio.to_thread(self._remove_dir, path)
 
     def _make_dir(self, account: Account) -> Path:
         path = self.scratch / secrets.token_hex(8)
         path.mkdir(mode=0o700)
         if self.pool is not None:
-            os.chown(path, account.uid, account.gid)
+            try:
+                mount_capped(path, self.settings.workspace_mb, account.uid, account.gid)
+            except OSError:
+                path.rmdir()
+                raise
         return path
+
+    def _remove_dir(self, path: Path) -> None:
+        if self.pool is not None:
+            remove_capped(path)
+        shutil.rmtree(path, ignore_errors=True)
 
     def _release(self, account: Account) -> None:
         if account.pooled and self.pool is not None:
@@ -262,9 +327,13 @@ class Sandbox:
             "PYTHONHASHSEED": "random" if hash_seed is None else str(hash_seed % 4_294_967_296),
         }
         data = stdin.encode("utf-8", errors="surrogatepass")
-        async with self._slot():
+        async with self._slots_here().hold(workspace.account.uid):
+            try:
+                cgroup_fds = workspace.group.join_fds() if workspace.group is not None else []
+            except OSError as exc:
+                raise BackendUnavailable(f"The sandbox's control group is unusable: {exc.strerror}") from None
             report_read, report_write = os.pipe()
-            plan = self._plan(workspace, timeout_s, report_write)
+            plan = self._plan(workspace, timeout_s, report_write, tuple(cgroup_fds))
             started = time.monotonic()
             try:
                 process = await asyncio.create_subprocess_exec(
@@ -281,14 +350,15 @@ class Sandbox:
                 os.close(report_read)
                 raise BackendUnavailable(f"The sandbox could not start {self.python}: {exc.strerror}") from None
             finally:
-                os.close(report_write)
+                for fd in (report_write, *cgroup_fds):
+                    os.close(fd)
             report = read_report(report_read)
             if report is not None:
                 await process.wait()
                 raise BackendUnavailable(f"The sandbox could not confine the run ({report})")
-            return await self._supervise(process, workspace.account, data, timeout_s, started)
+            return await self._supervise(process, workspace, data, timeout_s, started)
 
-    def _plan(self, workspace: Workspace, timeout_s: float, report_fd: int) -> Plan:
+    def _plan(self, workspace: Workspace, timeout_s: float, report_fd: int, cgroup_fds: tuple[int, ...]) -> Plan:
         settings = self.settings
         cpu = max(1, math.ceil(timeout_s))
         memory = settings.memory_mb * 1024 * 1024
@@ -303,21 +373,25 @@ class Sandbox:
         if self.pool is not None:  # RLIMIT_NPROC counts per uid: meaningful only for a uid of the episode's own
             limits.insert(0, (resource.RLIMIT_NPROC, settings.max_processes, settings.max_processes))
         namespaces = self.capabilities.namespaces
+        covered_dirs, covered_files = self.covers.now() if namespaces else ((), ())
         return Plan(
             workspace=os.fsencode(workspace.path),
             namespaces=namespaces,
             account=workspace.account if self.pool is not None else None,
             rlimits=tuple(limits),
             niceness=settings.niceness,
-            remounts=mount_points() if namespaces else (),
             hidden_dirs=tuple(os.fsencode(p) for p in self.hidden_dirs if p.is_dir()),
             hidden_files=tuple(os.fsencode(p) for p in self.hidden_files if p.is_file()),
+            covered_dirs=covered_dirs,
+            covered_files=covered_files,
+            cgroup_fds=cgroup_fds,
+            seccomp=self.filter.address if self.filter is not None else 0,
             report_fd=report_fd,
             parent_pid=os.getpid(),
         )
 
     async def _supervise(
-        self, process: asyncio.subprocess.Process, account: Account, stdin: bytes, timeout_s: float, started: float
+        self, process: asyncio.subprocess.Process, workspace: Workspace, stdin: bytes, timeout_s: float, started: float
     ) -> RunOutcome:
         overflow = asyncio.Event()
         stdout = Capture(self.settings.max_output_bytes, overflow)
@@ -335,7 +409,7 @@ class Sandbox:
         finally:
             # also when the call is cancelled (a client went away): the run must not outlive it
             with anyio.CancelScope(shield=True):
-                await self._finish(process, account, exited, [flooded, *readers])
+                await self._finish(process, workspace, exited, [flooded, *readers])
         if not exited.done() or exited.cancelled():
             raise BackendUnavailable(f"A sandboxed run did not end within {_TEARDOWN_S:g} s of being killed")
         status = exited.result()
@@ -352,16 +426,25 @@ class Sandbox:
     async def _finish(
         self,
         process: asyncio.subprocess.Process,
-        account: Account,
+        workspace: Workspace,
         exited: asyncio.Future[int],
         helpers: list[asyncio.Future[Any]],
     ) -> None:
-        """Stop the run if it still goes, wait for it, kill any leftovers, and drain its pipes (all bounded)."""
+        """Stop the run if it still goes, wait for it, kill any leftovers, and drain its pipes (all bounded).
+
+        With namespaces, ``unshare`` exits only once the namespace's init has, and with it every
+        process in the namespace. An init that does not exit when its program is killed (one the
+        program took over) is killed from here, which kills the whole namespace. Then every
+        process of the account is killed (:meth:`sweep`), and whatever is left in its control group.
+        """
         if not exited.done():
             self._stop(process.pid)
-            await asyncio.wait([exited], timeout=_TEARDOWN_S)
+            await asyncio.wait([exited], timeout=_GRACE_S if self.capabilities.namespaces else _TEARDOWN_S)
+            if not exited.done() and self.capabilities.namespaces:
+                kill_namespace(process.pid)
+                await asyncio.wait([exited], timeout=_TEARDOWN_S)
         kill_group(process.pid)
-        await self.sweep(account)
+        await self.sweep_unless_empty(workspace)
         helpers[0].cancel()  # the overflow watch
         _, pending = await asyncio.wait([exited, *helpers], timeout=_DRAIN_S)
         for helper in pending:
@@ -384,25 +467,38 @@ class Sandbox:
                 return
         kill_group(pid)
 
-    async def sweep(self, account: Account) -> None:
-        """Kill every process of a per-episode account that escaped the run's process group.
+    async def sweep_unless_empty(self, workspace: Workspace) -> None:
+        """:meth:`sweep` the account and kill what is in its control group, unless the group is there and empty.
 
-        With namespaces there is nothing to do: the PID namespace dies with its init.
+        Every process of the account started in its group and cannot leave it (moving needs root), so
+        an empty group means nothing of the uid is left, and the sweep (a fork and an exec) is spared.
         """
-        if self.pool is None or self.capabilities.namespaces or account.uid == 0:
+        group = workspace.group
+        if group is None or group.processes():
+            await self.sweep(workspace.account)
+            if group is not None:
+                group.kill()
+
+    async def sweep(self, account: Account) -> None:
+        """Kill every process of a per-episode (or prod workspace) account, wherever it is.
+
+        Called at the end of every run and when a workspace closes: whatever a run did to leave
+        its process group or namespace, nothing of its uid survives the call.
+        """
+        if not self.capabilities.users or account.uid == 0:
             return
         process = await asyncio.create_subprocess_exec(_TRUE, preexec_fn=sweeper(account), close_fds=True, env={})
         await process.wait()
 
-    def _slot(self) -> asyncio.Semaphore:
+    def _slots_here(self) -> _Slots:
         loop = asyncio.get_running_loop()
-        slot = self._slots.get(loop)
-        if slot is None:
-            slot = self._slots[loop] = asyncio.Semaphore(self.settings.max_concurrent_runs)
-        return slot
+        slots = self._slots.get(loop)
+        if slots is None:
+            slots = self._slots[loop] = _Slots(self.settings.max_concurrent_runs, self.settings.max_runs_per_episode)
+        return slots
 
-    def isolation(self) -> list[str]:
-        """The measures in force, in words."""
+    def isolation(self, *, capped_workspace: bool = True) -> list[str]:
+        """The measures in force, in words; ``capped_workspace`` false for the operator's own (prod) directory."""
         caps = self.capabilities
         measures = []
         if caps.users:
@@ -414,5 +510,56 @@ class Sandbox:
                 "task data and source checkout hidden",
                 "PID and IPC namespaces: only the run's own processes, all killed when it ends",
             ]
-        measures.append("limits: CPU time, address space, file size, open files; core dumps off")
+        if caps.namespaces:
+            measures.append(
+                "host UNIX sockets out of reach: every place one can live is covered by an empty filesystem"
+            )
+        if self.filter is not None:
+            measures.append(
+                "system-call filter: no UNIX, netlink or other non-internet sockets, no ptrace, no user namespaces, "
+                "no bpf, perf_event_open, io_uring, userfaultfd or key ring"
+            )
+        measures.append("limits per process: CPU time, address space, file size, open files; core dumps off")
+        settings = self.settings
+        measures.append(self.cgroups.describe(self.episode_memory_bytes, settings.max_processes))
+        if self.pool is not None and capped_workspace:
+            measures.append(f"disk: the working directory is a {settings.workspace_mb} MiB tmpfs")
+        elif self.pool is not None:
+            measures.append(
+                "NOT bounded: disk use in the working directory (the operator's CODING_WORKSPACE; 16 MiB per file); "
+                f"each hidden test's directory is a {settings.workspace_mb} MiB tmpfs"
+            )
+        else:
+            measures.append("NOT bounded: disk use in the working directory (not root: no tmpfs)")
+        measures.append(
+            f"slots: {settings.max_concurrent_runs} runs at once per server, "
+            f"{settings.max_runs_per_episode} per episode"
+        )
         return measures
+
+
+class _Slots:
+    """Run slots: a cap per server, and one per episode so that no episode holds every slot."""
+
+    def __init__(self, total: int, per_episode: int) -> None:
+        self._total = asyncio.Semaphore(total)
+        self._per_episode = per_episode
+        self._episodes: dict[int, tuple[asyncio.Semaphore, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: int) -> AsyncIterator[None]:
+        own, users = self._episodes.get(key, (asyncio.Semaphore(self._per_episode), 0))
+        self._episodes[key] = (own, users + 1)
+        try:
+            async with own, self._total:  # the episode's own slot first: a queued episode holds no shared slot
+                yield
+        finally:
+            own, users = self._episodes[key]
+            if users == 1:
+                del self._episodes[key]
+            else:
+                self._episodes[key] = (own, users - 1)
+
+
+def _tool_paths(tools: Tools | None) -> list[Path]:
+    return [] if tools is None else [Path(os.path.realpath(p)) for p in (tools.unshare, tools.setpriv, tools.sh)]

@@ -40,6 +40,15 @@ class CodingSettings(BaseSettings):
     max_file_mb: int = Field(default=16, ge=1, description="Largest file a sandboxed process may write (MiB)")
     max_output_bytes: int = Field(default=65_536, ge=1_024, description="Stdout and stderr kept per run, each")
     max_concurrent_runs: int = Field(default=8, ge=1, description="Sandboxed runs at once in this process")
+    max_runs_per_episode: int = Field(
+        default=1, ge=1, description="Sandboxed runs at once per episode (prod: per workspace): none holds every slot"
+    )
+    workspace_mb: int = Field(
+        default=64,
+        ge=1,
+        description="Size of each episode's working directory, a tmpfs (sim; prod's CODING_WORKSPACE is the "
+        "operator's), and of each hidden test's; its files count in the episode's memory bound",
+    )
     niceness: int = Field(default=5, ge=0, le=19, description="Scheduling niceness of sandboxed processes")
     require_network_isolation: bool = Field(
         default=True,

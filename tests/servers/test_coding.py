@@ -5,11 +5,13 @@ The sandbox tests need what CI has: root on Linux with namespaces. Elsewhere the
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -32,7 +34,7 @@ from servers.coding.accounts import UidPool
 from servers.coding.backends import ProdBackend
 from servers.coding.host import Capabilities, require
 from servers.coding.judge import verdict
-from servers.coding.sandbox import RunOutcome, Sandbox
+from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 from servers.coding.settings import CodingSettings
 from tests.servers.coding_solutions import SOLUTIONS
 from tests.support import IN_CI, LiveServer, live_server
@@ -212,12 +214,12 @@ def test_the_network_is_unreachable(server: LiveServer) -> None:
             "    print('connected')\n"
             "except OSError as exc:\n"
             "    print('refused', exc.errno)\n"
-            "print(socket.if_nameindex())"
+            "print([line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:]])"
         )
         with EnvClient(server.url) as env:
             env.reset(seed=1)
             result = run(env, code)
-    assert result["stdout"] == "refused 101\n[(1, 'lo')]\n"  # ENETUNREACH: the loopback is down
+    assert result["stdout"] == "refused 101\n['lo']\n"  # ENETUNREACH: the loopback is down
 
 
 def test_another_episodes_files_cannot_be_read(server: LiveServer) -> None:
@@ -285,7 +287,7 @@ def test_code_runs_unprivileged_with_a_read_only_view_of_the_system(server: Live
     assert result["stdout"].splitlines() == [
         "True True [] 2",  # pid 2: the namespace's init is pid 1
         "[1, 2]",
-        "Read-only file system",
+        "No such file or directory",  # /var is covered: an empty read-only filesystem
         "Read-only file system",
         "wrote /dev/shm/x",
         "wrote x",
@@ -670,3 +672,114 @@ def test_the_tasks_have_splits_hidden_tests_and_outputs_within_the_cap() -> None
     for task in TASKS:
         assert len(task["tests"]) >= 5, task["id"]
         assert all(len(test["output"].encode()) < cap for test in task["tests"]), task["id"]
+
+
+REMOUNT_IN_A_PRIVATE_NAMESPACE = """
+import ctypes, os, sys
+from servers.coding.confinement import remount_read_only
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x20000) == 0 and libc.mount(None, b"/", None, 16384 | (1 << 18), None) == 0
+table = open("/proc/self/mountinfo", "rb").read()
+gone = b"999 1 0:99 / /openenv-gone-%s rw,relatime - tmpfs none rw" % sys.argv[1].encode()  # ENOENT
+plain = b"998 1 0:98 / %s rw,relatime - tmpfs none rw" % sys.argv[2].encode()  # a directory, not a mount: EINVAL
+remount_read_only(gone + b"\\n" + table + b"\\n" + plain)
+print(bool(os.statvfs("/").f_flag & os.ST_RDONLY), bool(os.statvfs(sys.argv[2]).f_flag & os.ST_RDONLY))
+"""
+
+
+def test_a_mount_that_has_gone_is_skipped_and_the_rest_stays_read_only(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    remount = [sys.executable, "-c", REMOUNT_IN_A_PRIVATE_NAMESPACE, os.urandom(4).hex(), str(plain)]
+    done = subprocess.run(remount, capture_output=True, text=True, timeout=30, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_runs_and_start_up_go_on_while_host_mounts_come_and_go(tmp_path: Path) -> None:
+    """Issue 12: a container starting or stopping on the host adds and removes mounts at any moment."""
+    churn = Path("/opt") / f"openenv-churn-{os.urandom(4).hex()}"
+    points = [churn / str(n) for n in range(4)]
+    for point in points:
+        point.mkdir(parents=True)
+    stop = False
+
+    def come_and_go() -> None:
+        while not stop:
+            for point in points:
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "churn", str(point)], check=False)
+            for point in points:
+                subprocess.run(["umount", "-l", str(point)], check=False)
+
+    thread = threading.Thread(target=come_and_go)
+    thread.start()
+    try:
+
+        async def play() -> list[RunOutcome]:
+            sandbox = await Sandbox.for_settings(CodingSettings(scratch=tmp_path / "scratch"))  # start-up's probe
+            workspace = await sandbox.open_workspace()
+            code = f"import os\nfor p in {[str(p / 'x') for p in points]!r}:\n"
+            code += "    try:\n        open(p, 'w')\n        print('wrote', p)\n    except OSError:\n        pass"
+            try:
+                return [await sandbox.run(workspace, code, stdin="", timeout_s=5) for _ in range(30)]
+            finally:
+                await sandbox.close_workspace(workspace)
+
+        outcomes = anyio.run(play)
+    finally:
+        stop = True
+        thread.join(timeout=30)
+        for point in points:
+            subprocess.run(["umount", "-l", str(point)], check=False, capture_output=True)
+        subprocess.run(["rm", "-rf", str(churn)], check=False)
+    assert [o.exit_code for o in outcomes] == [0] * 30, [o.stderr for o in outcomes if o.exit_code]
+    assert not [o.stdout for o in outcomes if "wrote" in o.stdout]  # a mount present during a run is read-only too
+
+
+def test_one_episode_cannot_hold_every_run_slot(tmp_path: Path) -> None:
+    settings = CodingSettings(scratch=tmp_path / "slots", max_concurrent_runs=2, max_runs_per_episode=1)
+    finished: list[str] = []
+
+    async def play() -> None:
+        sandbox = await Sandbox.for_settings(settings)
+        greedy, other = await sandbox.open_workspace(), await sandbox.open_workspace()
+
+        async def one(workspace: Workspace, name: str, seconds: float) -> None:
+            await sandbox.run(workspace, f"import time\ntime.sleep({seconds})", stdin="", timeout_s=10)
+            finished.append(name)
+
+        try:
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    for n in range(3):
+                        group.start_soon(one, greedy, f"greedy-{n}", 2.0)
+                    await anyio.sleep(0)  # the greedy episode's runs are queued first
+                    group.start_soon(one, other, "other", 0.1)
+        finally:
+            await sandbox.close_workspace(greedy)
+            await sandbox.close_workspace(other)
+
+    anyio.run(play)
+    assert finished[0] == "other", finished  # it did not wait behind the greedy episode's runs
+
+
+def test_a_dead_servers_mounts_and_control_groups_are_removed_at_start_up(tmp_path: Path) -> None:
+    """A server killed with SIGKILL leaves its working directories mounted and its control groups behind."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    point = tmp_path / "left-behind"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", f"openenv-coding-{pid}", str(point)], check=True)
+    anyio.run(Sandbox.for_settings, CodingSettings())  # this process's groups: the dead server's go next to them
+    ours = glob.glob(f"/sys/fs/cgroup/**/openenv-coding-{os.getpid()}/", recursive=True)
+    groups = {Path(path).parent / f"openenv-coding-{pid}" for path in ours}
+    assert groups or not IN_CI, "CI's host gives control groups"
+    for group in groups:
+        group.mkdir(exist_ok=True)
+        (group / "uid-1-1").mkdir(exist_ok=True)
+    try:
+        anyio.run(Sandbox.for_settings, CodingSettings(scratch=tmp_path / "fresh"))
+        assert f"openenv-coding-{pid} " not in Path("/proc/self/mounts").read_text()
+        assert [group for group in groups if group.exists()] == []
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False, capture_output=True)
