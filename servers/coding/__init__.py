@@ -29,8 +29,8 @@ environment: Environment[CodingBackend, CodingTask] = Environment(
     prod_backend=ProdBackend.open,
     grade=grade,
     prod_requires=("workspace",),
-    sim_summary="a fresh working directory and uid per episode in a Linux sandbox (namespaces and rlimits, "
-    "no container); the task's hidden tests grade submit_solution",
+    sim_summary="a fresh working directory (a 64 MiB tmpfs) and uid per episode in a Linux sandbox (namespaces, "
+    "seccomp, a control group per episode, no container); the task's hidden tests grade submit_solution",
     prod_services=(
         ProdService(
             name="sandbox",
