@@ -37,7 +37,15 @@ from openenv_mcp.registry.entry import (
 from openenv_mcp.registry.lookup import SUFFIX
 from openenv_mcp.settings import Mode
 
-__all__ = ["DISTRIBUTION", "GenerateReport", "build_document", "dump_document", "generate", "short_description"]
+__all__ = [
+    "DISTRIBUTION",
+    "GenerateReport",
+    "build_document",
+    "dump_document",
+    "entry_drift",
+    "generate",
+    "short_description",
+]
 
 DISTRIBUTION = "openenv-mcp"
 """The package (on the Python package index) that serves every shipped server."""
@@ -306,6 +314,13 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
             path.unlink()
             report.removed.append(str(path))
     return report
+
+
+def entry_drift(env: Environment[Any, Any], path: Path) -> list[str]:
+    """How the entry at ``path`` differs from what the code of ``env`` describes (empty: in step)."""
+    document = build_document(env)
+    current = path.read_text(encoding="utf-8") if path.is_file() else None
+    return [] if current == dump_document(document) else _drift(path, current, document)
 
 
 def _drift(path: Path, current: str | None, document: dict[str, Any]) -> list[str]:
