@@ -247,13 +247,16 @@ class UpstreamServer:
         return result.structured_content if result.structured_content is not None else text
 
     async def ping(self) -> None:
-        """Raise :class:`BackendUnavailable` unless the upstream answers an MCP ``ping`` in time."""
+        """Raise :class:`BackendUnavailable` unless the upstream answers ``tools/list`` within 5 s.
+
+        (``tools/list`` rather than ``ping``, which the 2026-07-28 protocol removed.)
+        """
         client = await self._ready_client()
         try:
             with anyio.fail_after(min(self.timeout, 5.0)):
-                await client.send_ping()
+                await client.list_tools()
         except TimeoutError:
-            raise self._lost("no answer to ping within 5 s") from None
+            raise self._lost("no answer within 5 s") from None
         except (MCPError, OSError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             raise self._lost(_reason(exc)) from None
 

@@ -34,6 +34,7 @@ def test_public_api_is_pinned() -> None:
         "ToolFailed",
         "ToolNotFound",
         "Toolbox",
+        "Upstream",
     ]
     for name in openenv_mcp.__all__:
         assert getattr(openenv_mcp, name) is not None

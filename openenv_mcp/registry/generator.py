@@ -31,6 +31,7 @@ from openenv_mcp.registry.entry import (
     SettingRef,
     SimBinding,
     ToolEntry,
+    UpstreamRef,
     schema_hash,
     validate_entry,
 )
@@ -185,6 +186,16 @@ def _service(env: Environment[Any, Any], service: ProdService) -> ServiceBinding
         shipped=service.shipped,
         tested=service.tested,
         image=service.image,
+        upstream=None
+        if service.upstream is None
+        else UpstreamRef(
+            package=service.upstream.package,
+            registry=service.upstream.registry,
+            version=service.upstream.version,
+            command=service.upstream.command,
+            transport=service.upstream.transport,
+            install=service.upstream.install,
+        ),
     )
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from memory_env import environment
+
 from openenv_mcp import EnvClient
 from openenv_mcp.authoring.testing import serving
 from openenv_mcp.authoring.validate import validate_environment
-
-from memory_env import environment
 
 
 def test_the_environment_passes_the_conformance_check() -> None:
