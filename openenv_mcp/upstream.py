@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -128,15 +128,21 @@ class UpstreamServer:
 
     # connection ----------------------------------------------------------------------------
 
-    def _new_client(self) -> Client:
+    @contextlib.asynccontextmanager
+    async def _new_client(self) -> AsyncIterator[Client]:
         if self.command is not None:
             params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env or None)
-            return Client(params)
+            async with Client(params) as client:
+                yield client
+            return
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(headers=self.headers, timeout=self.timeout)
-        return Client(streamable_http_client(str(self.url), http_client=http))
+        async with (
+            httpx2.AsyncClient(headers=self.headers, timeout=self.timeout) as http,
+            Client(streamable_http_client(str(self.url), http_client=http)) as client,
+        ):
+            yield client
 
     async def _connect(self) -> None:
         ready = asyncio.Event()
