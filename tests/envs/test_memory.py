@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-
 from memory_env import environment
+
 from openenv_mcp.errors import BackendUnavailable, ConfigError
 from openenv_mcp.mcp_adapter import McpDoor
 from openenv_mcp.runtime import Runtime

@@ -6,14 +6,14 @@ from typing import Any
 
 import anyio
 import pytest
-from openenv_mcp import EnvClient
-from openenv_mcp.authoring.testing import serving
-from openenv_mcp.authoring.validate import validate_environment
-
 from memory_env import environment
 from memory_env.backends import SimMemory, open_sim
 from memory_env.settings import MemorySettings
 from memory_env.tasks import MemoryTask, score
+
+from openenv_mcp import EnvClient
+from openenv_mcp.authoring.testing import serving
+from openenv_mcp.authoring.validate import validate_environment
 
 SOLUTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "record-0": [
