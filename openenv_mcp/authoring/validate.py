@@ -39,10 +39,13 @@ import httpx
 from openenv_mcp.environment import Environment
 from openenv_mcp.settings import Settings
 
-__all__ = ["REWARD_RANGE", "Finding", "Report", "validate_environment", "validate_url"]
+__all__ = ["PROBE_STEPS", "REWARD_RANGE", "Finding", "Report", "validate_environment", "validate_url"]
 
 REWARD_RANGE = (-1.0, 1.0)
 """Rewards a step may earn (the graders' convention: 0..1 scores, or shaped differences of them)."""
+
+PROBE_STEPS = 200
+"""Steps the check plays (cycling the examples) waiting for ``done``: the step limit must come by then."""
 
 _HINTS = {
     "tools": "declare it on the decorator: @tools.tool(title=..., read_only=..., destructive=..., "
@@ -55,7 +58,8 @@ _HINTS = {
     "never from the clock or the global random module",
     "isolation": "give every episode its own backend state in sim_backend: no module-level mutable state, "
     "no shared file or database that episodes write",
-    "rewards": "return Grade(reward, done) with reward in range, and done=True when the task is finished",
+    "rewards": "return Grade(reward, done) with reward in range and done=True when the task is finished; "
+    f"keep max_steps at most {200}",
     "registry": "regenerate it: openenv-mcp registry generate NAME --dir registry",
 }
 
@@ -239,6 +243,8 @@ def _check_declaration(report: Report, env: Environment[Any, Any]) -> None:
         report.add("declaration", "declares no examples (valid calls replayed for determinism and isolation)")
     if not env.prod_services:
         report.add("declaration", "declares no prod_services (what runs its tools in production)")
+    if not env.sim_summary:
+        report.add("declaration", "declares no sim_summary (what its sim backend is, in one sentence)")
     for service in env.prod_services:
         unknown = sorted(set(service.tools) - set(env.tools.names))
         report.expect("declaration", not unknown, f"prod service {service.name!r} names unknown tools {unknown}")
@@ -363,9 +369,9 @@ async def _check_control_plane(
 
         # rewards in range, done reachable, step after done refused
         if examples:
-            limit = int(state.get("max_steps") or 100)
+            limit = int(state.get("max_steps") or PROBE_STEPS)
             rewards, done, steps = [], False, 0
-            while not done and steps <= limit:
+            while not done and steps <= min(limit, PROBE_STEPS):
                 tool_name, tool_arguments = examples[steps % len(examples)]
                 answer = await step(episode, tool_name, tool_arguments)
                 if answer.status_code != 200:
@@ -376,7 +382,7 @@ async def _check_control_plane(
             low, high = REWARD_RANGE
             bad = [r for r in rewards if not isinstance(r, int | float) or not math.isfinite(r) or not low <= r <= high]
             expect("rewards", not bad, f"rewards out of [{low:g}, {high:g}]: {bad[:5]}")
-            if expect("rewards", done, f"done never came within the step limit ({limit} steps)"):
+            if expect("rewards", done, f"done never came within {min(limit, PROBE_STEPS)} steps (step limit {limit})"):
                 got = await code_of(await step(episode, tool_name, tool_arguments))
                 expect("contract", got == (409, "episode_finished"), f"a step after done answered {got}, not 409")
         await http.delete(f"/episodes/{episode}")
