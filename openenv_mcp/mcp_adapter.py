@@ -18,6 +18,7 @@ Prod lists no prompts.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import mcp_types as types
@@ -36,6 +37,7 @@ from openenv_mcp.tools import Toolbox
 __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor", "declared_tools"]
 
 EPISODE_HEADER = "x-episode-id"
+_MAX_BOUND_SESSIONS = 10_000  # HTTP sessions remembered with the episode their prompts/get opened
 META_PREFIX = "openenv-mcp/"
 
 
@@ -57,7 +59,9 @@ class McpDoor:
             on_get_prompt=self._get_prompt,
         )
         self.session_manager: StreamableHTTPSessionManager | None = None
+        # the episode a prompts/get opened, per MCP session: by Mcp-Session-Id over HTTP, by session object on stdio
         self._session_episodes: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._http_session_episodes: OrderedDict[str, str] = OrderedDict()
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
@@ -87,9 +91,7 @@ class McpDoor:
             opened = await self.runtime.reset(task_id=params.name)
         except OpenEnvError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
-        session = getattr(ctx, "session", None)
-        if session is not None:
-            self._session_episodes[session] = opened.episode_id
+        self._bind_session(ctx, opened.episode_id)
         text = "\n".join(block.text for block in opened.observation.content if isinstance(block, TextBlock))
         return types.GetPromptResult(
             description=f"Task {params.name}: episode {opened.episode_id}, opened for this session",
@@ -97,11 +99,29 @@ class McpDoor:
             _meta={f"{META_PREFIX}episode_id": opened.episode_id, f"{META_PREFIX}task_id": params.name},
         )
 
+    def _bind_session(self, ctx: Any, episode_id: str) -> None:
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            self._http_session_episodes[http_session] = episode_id
+            self._http_session_episodes.move_to_end(http_session)
+            while len(self._http_session_episodes) > _MAX_BOUND_SESSIONS:
+                self._http_session_episodes.popitem(last=False)
+        elif getattr(ctx, "session", None) is not None:
+            self._session_episodes[ctx.session] = episode_id
+
+    def _session_episode(self, ctx: Any) -> str | None:
+        if not (self._http_session_episodes or self._session_episodes):
+            return None
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            return self._http_session_episodes.get(http_session)
+        session = getattr(ctx, "session", None)
+        return self._session_episodes.get(session) if session is not None else None
+
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        episode_id = _episode_id(ctx, params)
-        if episode_id is None and self._session_episodes:
-            session = getattr(ctx, "session", None)
-            episode_id = self._session_episodes.get(session) if session is not None else None
+        episode_id = _episode_id(ctx, params) or self._session_episode(ctx)
         try:
             outcome = await self.runtime.call(params.name, params.arguments, episode_id)
         except ToolNotFound as exc:
