@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_env.backends import SimMemory
+from memory_env.backends import Memory, SimMemory
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 
 __all__ = ["MemoryTask", "grade", "load_tasks", "score"]
@@ -202,8 +202,10 @@ def score(task: MemoryTask, memory: SimMemory) -> float:
     return met - 0.5 * destroyed
 
 
-async def grade(task: MemoryTask, memory: SimMemory, call: BoundCall, observation: Observation) -> Grade:
+async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: Observation) -> Grade:
     """Pay each step what it added to the score; the episode is done when every goal check passes."""
+    if not isinstance(memory, SimMemory):  # grading runs on sim episodes only
+        raise TypeError(f"grade needs a SimMemory, got {type(memory).__name__}")
     before = 0.0 if memory.last_score is None else memory.last_score
     now = score(task, memory)
     memory.last_score = now
