@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.environment import Environment, ProdService
+from openenv_mcp.environment import Environment, ProdService, Upstream
 from openenv_mcp.errors import (
     BackendUnavailable,
     CapacityExceeded,
@@ -69,4 +69,5 @@ __all__ = [
     "ToolFailed",
     "ToolNotFound",
     "Toolbox",
+    "Upstream",
 ]

@@ -26,6 +26,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.evaluation.cli",
     "openenv_mcp.registry.cli",
     "openenv_mcp.deploy.compose",
+    "openenv_mcp.authoring.cli",
 )
 
 

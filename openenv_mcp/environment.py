@@ -12,10 +12,36 @@ from openenv_mcp.models import Observation
 from openenv_mcp.tasks import Grade, Task, TaskSet
 from openenv_mcp.tools import BoundCall, Toolbox
 
-__all__ = ["Environment", "ProdService", "Variable"]
+__all__ = ["Environment", "ProdService", "Upstream", "Variable"]
 
 BackendT = TypeVar("BackendT")
 TaskT = TypeVar("TaskT", bound=Task)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upstream:
+    """An existing MCP server a prod backend forwards to (see :mod:`openenv_mcp.upstream`).
+
+    Attributes:
+        package: Its package, e.g. ``"@modelcontextprotocol/server-memory"``.
+        registry: Where the package comes from: ``"npm"`` or ``"pypi"``.
+        version: The version the tool table was checked against.
+        command: How to start it over stdio, e.g. ``("mcp-server-memory",)``; empty for HTTP only.
+        transport: ``"stdio"`` or ``"streamable-http"``.
+    """
+
+    package: str
+    registry: str
+    version: str
+    command: tuple[str, ...] = ()
+    transport: str = "stdio"
+
+    @property
+    def install(self) -> str:
+        """The command that installs it."""
+        if self.registry == "npm":
+            return f"npm install -g {self.package}@{self.version}"
+        return f"pip install {self.package}=={self.version}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +58,7 @@ class ProdService:
         shipped: Whether this project ships (and tests) a backend for it.
         tested: How far it is tested, in one sentence.
         image: A container image that runs it, for compose files (``None``: bring your own).
+        upstream: The existing MCP server it is, when the prod backend forwards to one.
     """
 
     name: str
@@ -42,6 +69,7 @@ class ProdService:
     shipped: bool = True
     tested: str = ""
     image: str | None = None
+    upstream: Upstream | None = None
 
 
 @dataclass(frozen=True, slots=True)

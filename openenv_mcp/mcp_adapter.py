@@ -8,10 +8,17 @@ In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or b
 without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
 The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
 ``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``.
+
+In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
+episode of that task and binds it to the MCP session, so the session's later calls without an
+episode id act on it (the prompt's ``_meta`` names the episode for clients without sessions).
+Prod lists no prompts.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 import mcp_types as types
@@ -25,10 +32,12 @@ from starlette.routing import BaseRoute
 from openenv_mcp.errors import OpenEnvError, ToolNotFound
 from openenv_mcp.models import ImageBlock, Observation, TextBlock
 from openenv_mcp.runtime import Runtime
+from openenv_mcp.tools import Toolbox
 
-__all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
+__all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor", "declared_tools"]
 
 EPISODE_HEADER = "x-episode-id"
+_MAX_BOUND_SESSIONS = 10_000  # HTTP sessions remembered with the episode their prompts/get opened
 META_PREFIX = "openenv-mcp/"
 
 
@@ -38,18 +47,7 @@ class McpDoor:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         env = runtime.env
-        self._tools = types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=tool.name,
-                    description=tool.description,
-                    input_schema=tool.input_schema,
-                    output_schema=tool.output_schema,
-                    annotations=types.ToolAnnotations.model_validate(tool.annotations) if tool.annotations else None,
-                )
-                for tool in runtime.tools
-            ]
-        )
+        self._tools = types.ListToolsResult(tools=_mcp_tools(runtime.tools))
         self.server: Server[Any] = Server(
             env.name,
             version=env.version,
@@ -57,8 +55,13 @@ class McpDoor:
             instructions=env.description,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
         )
         self.session_manager: StreamableHTTPSessionManager | None = None
+        # the episode a prompts/get opened, per MCP session: by Mcp-Session-Id over HTTP, by session object on stdio
+        self._session_episodes: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._http_session_episodes: OrderedDict[str, str] = OrderedDict()
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
@@ -67,8 +70,58 @@ class McpDoor:
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return self._tools
 
+    async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        if not self.runtime.sim:
+            return types.ListPromptsResult(prompts=[])
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=task.id,
+                    title=f"{task.id} ({task.split})",
+                    description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
+                )
+                for task in self.runtime.tasks
+            ]
+        )
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if not self.runtime.sim:
+            raise MCPError(types.INVALID_PARAMS, "This server runs in prod mode: it has no tasks and lists no prompts")
+        try:
+            opened = await self.runtime.reset(task_id=params.name)
+        except OpenEnvError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        self._bind_session(ctx, opened.episode_id)
+        text = "\n".join(block.text for block in opened.observation.content if isinstance(block, TextBlock))
+        return types.GetPromptResult(
+            description=f"Task {params.name}: episode {opened.episode_id}, opened for this session",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+            _meta={f"{META_PREFIX}episode_id": opened.episode_id, f"{META_PREFIX}task_id": params.name},
+        )
+
+    def _bind_session(self, ctx: Any, episode_id: str) -> None:
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            self._http_session_episodes[http_session] = episode_id
+            self._http_session_episodes.move_to_end(http_session)
+            while len(self._http_session_episodes) > _MAX_BOUND_SESSIONS:
+                self._http_session_episodes.popitem(last=False)
+        elif getattr(ctx, "session", None) is not None:
+            self._session_episodes[ctx.session] = episode_id
+
+    def _session_episode(self, ctx: Any) -> str | None:
+        if not (self._http_session_episodes or self._session_episodes):
+            return None
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            return self._http_session_episodes.get(http_session)
+        session = getattr(ctx, "session", None)
+        return self._session_episodes.get(session) if session is not None else None
+
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        episode_id = _episode_id(ctx, params)
+        episode_id = _episode_id(ctx, params) or self._session_episode(ctx)
         try:
             outcome = await self.runtime.call(params.name, params.arguments, episode_id)
         except ToolNotFound as exc:
@@ -109,6 +162,25 @@ class McpDoor:
         """Serve MCP over this process's stdin and stdout until the client closes them."""
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
+
+
+def _mcp_tools(toolbox: Toolbox[Any]) -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema,
+            annotations=types.ToolAnnotations.model_validate(tool.annotations) if tool.annotations else None,
+        )
+        for tool in toolbox
+    ]
+
+
+def declared_tools(toolbox: Toolbox[Any]) -> list[dict[str, Any]]:
+    """A tool table exactly as ``tools/list`` sends it (camelCase JSON), with no server built."""
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in _mcp_tools(toolbox)]
 
 
 def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:

@@ -93,6 +93,7 @@ class Tool:
     wraps_output: bool
     image: bool = False
     takes_arguments: bool = True  # False: no parameters, so an empty call needs no validation
+    title: str | None = None
 
     def render(self, value: Any) -> Observation:
         """Turn the tool's return value into structured content plus its JSON text (after the image, if any)."""
@@ -183,10 +184,12 @@ class Toolbox(Generic[BackendT]):
         /,
         *,
         name: str | None = None,
+        title: str | None = None,
         read_only: bool | None = None,
         destructive: bool | None = None,
         idempotent: bool | None = None,
         open_world: bool | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[ToolFn], ToolFn]: ...
 
     def tool(
@@ -195,14 +198,26 @@ class Toolbox(Generic[BackendT]):
         /,
         *,
         name: str | None = None,
+        title: str | None = None,
         read_only: bool | None = None,
         destructive: bool | None = None,
         idempotent: bool | None = None,
         open_world: bool | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> ToolFn | Callable[[ToolFn], ToolFn]:
         """Declare a tool. Usable bare (``@tools.tool``) or with options (``@tools.tool(read_only=True)``).
 
-        The hints become the MCP tool annotations (``readOnlyHint`` and so on).
+        Args:
+            fn: The tool function (when used bare).
+            name: The tool's name; the function's name by default.
+            title: A human-readable name for clients' menus (MCP ``title``).
+            read_only: The MCP ``readOnlyHint``: the tool changes nothing.
+            destructive: The MCP ``destructiveHint``: the tool may delete or overwrite.
+            idempotent: The MCP ``idempotentHint``: calling twice with the same arguments does no more.
+            open_world: The MCP ``openWorldHint``: the tool reaches beyond a closed world (the web, mail).
+            input_schema: The input schema to advertise instead of the generated one, for a tool that must
+                match another server's exactly (an upstream MCP server's). Its properties and required
+                names must be the function's parameters; arguments are still validated by the signature.
         """
         hints = {
             "readOnlyHint": read_only,
@@ -213,7 +228,7 @@ class Toolbox(Generic[BackendT]):
         annotations = {key: value for key, value in hints.items() if value is not None}
 
         def register(func: ToolFn) -> ToolFn:
-            built = _build_tool(func, name or str(getattr(func, "__name__", "")), annotations)
+            built = _build_tool(func, name or str(getattr(func, "__name__", "")), annotations, title, input_schema)
             if built.name in self._tools:
                 raise TypeError(
                     f"Tool {built.name!r} is declared twice on server {self.server!r}; "
@@ -229,7 +244,13 @@ class Toolbox(Generic[BackendT]):
         return register
 
 
-def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
+def _build_tool(
+    fn: ToolFn,
+    name: str,
+    annotations: dict[str, bool],
+    title: str | None = None,
+    declared_schema: Mapping[str, Any] | None = None,
+) -> Tool:
     where = f"tool {name!r} ({getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', name)})"
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"{where} must be declared with 'async def'")
@@ -270,6 +291,8 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
     )
     input_schema = arguments.model_json_schema()
     input_schema.pop("title", None)
+    if declared_schema is not None:
+        input_schema = _declared(where, dict(declared_schema), input_schema)
 
     returns = hints["return"]
     if returns is Image:
@@ -297,7 +320,27 @@ def _build_tool(fn: ToolFn, name: str, annotations: dict[str, bool]) -> Tool:
         wraps_output=wraps,
         image=image,
         takes_arguments=bool(fields),
+        title=title,
     )
+
+
+def _declared(where: str, declared: dict[str, Any], generated: dict[str, Any]) -> dict[str, Any]:
+    """Check a declared input schema names the same parameters (and required ones) as the signature."""
+    if declared.get("type") != "object":
+        raise TypeError(f"{where}: input_schema must be a JSON Schema object ({{'type': 'object', ...}})")
+    names = set(declared.get("properties", {}))
+    expected = set(generated.get("properties", {}))
+    if names != expected:
+        raise TypeError(
+            f"{where}: input_schema has properties {sorted(names)} but the function takes {sorted(expected)}; "
+            "make the parameters match the schema"
+        )
+    if set(declared.get("required", [])) != set(generated.get("required", [])):
+        raise TypeError(
+            f"{where}: input_schema requires {sorted(declared.get('required', []))} but the function's parameters "
+            f"without defaults are {sorted(generated.get('required', []))}"
+        )
+    return declared
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -123,3 +127,30 @@ def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0)
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
     return time.monotonic() - started
+
+
+INTEROP_CLIENT = Path(__file__).parent / "interop" / "mcp_client.mjs"
+MEMORY_UPSTREAM = Path(__file__).parent.parent / "envs" / "memory" / "node_modules" / ".bin" / "mcp-server-memory"
+
+
+def node_client(*args: str) -> list[dict[str, Any]]:
+    """Run the external TypeScript MCP client (tests/interop) with ``args``; its JSON lines."""
+    node = shutil.which("node")
+    if node is None or not (INTEROP_CLIENT.parent / "node_modules" / "@modelcontextprotocol").is_dir():
+        reason = "Node.js or tests/interop/node_modules is missing; scripts/test installs them (npm ci)"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    done = subprocess.run([node, str(INTEROP_CLIENT), *args], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def memory_upstream() -> str:
+    """The reference MCP memory server's command (envs/memory/node_modules); skip (fail in CI) when absent."""
+    if not MEMORY_UPSTREAM.exists() or shutil.which("node") is None:
+        reason = "the MCP memory server is not installed; scripts/test installs it (npm ci in envs/memory)"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return str(MEMORY_UPSTREAM)

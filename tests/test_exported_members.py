@@ -34,16 +34,20 @@ def test_public_api_is_pinned() -> None:
         "ToolFailed",
         "ToolNotFound",
         "Toolbox",
+        "Upstream",
     ]
     for name in openenv_mcp.__all__:
         assert getattr(openenv_mcp, name) is not None
 
 
-def test_only_the_adapter_imports_the_mcp_sdk() -> None:
+def test_only_the_two_adapters_import_the_mcp_sdk() -> None:
+    # mcp_adapter.py is the server side (our MCP door), upstream.py the client side (prod from an upstream server)
     from pathlib import Path
 
     package = Path(openenv_mcp.__file__).parent
     importers = sorted(
-        p.name for p in package.glob("*.py") if "from mcp" in p.read_text() or "import mcp" in p.read_text()
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*.py")
+        if "from mcp" in p.read_text() or "import mcp" in p.read_text()
     )
-    assert importers == ["mcp_adapter.py"]
+    assert importers == ["mcp_adapter.py", "upstream.py"]

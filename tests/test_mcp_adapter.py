@@ -135,3 +135,36 @@ async def test_stdio_serves_prod_from_postgres(pg_url: str) -> None:
     async with Client(stdio_params("prod", SQL_DATABASE_URL=pg_url)) as client:
         result = await client.call_tool("run_query", {"sql": "SELECT name FROM regions ORDER BY region_id LIMIT 1"})
     assert result.structured_content["rows"] == [["Northeast"]]
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def test_sim_lists_its_tasks_as_prompts_and_get_opens_one(sim_server: LiveServer, protocol: str) -> None:
+    tasks = httpx2.get(f"{sim_server.url}/tasks").json()["tasks"]
+    async with http_client(sim_server, mode=protocol) as client:
+        listed = await client.list_prompts()
+        assert sorted(p.name for p in listed.prompts) == sorted(t["id"] for t in tasks)
+        task = tasks[0]
+        opened = await client.get_prompt(task["id"])
+        episode = (opened.meta or {})["openenv-mcp/episode_id"]
+        assert task["prompt"] in opened.messages[0].content.text  # type: ignore[union-attr]
+    with httpx2.Client(base_url=sim_server.url) as http:
+        state = http.get("/state", headers={"X-Episode-Id": episode}).json()
+    assert (state["task_id"], state["step_count"]) == (task["id"], 0)
+
+
+async def test_the_episode_a_prompt_opened_is_the_sessions_own(sim_server: LiveServer) -> None:
+    task = httpx2.get(f"{sim_server.url}/tasks").json()["tasks"][1]
+    async with http_client(sim_server, mode="legacy") as client:
+        opened = await client.get_prompt(task["id"])
+        episode = (opened.meta or {})["openenv-mcp/episode_id"]
+        result = await client.call_tool("list_tables", {})  # no header: the session's episode, not the default
+        assert (result.meta or {})["openenv-mcp/episode_id"] == episode
+        with pytest.raises(MCPError, match="No task 'no-such-task'"):
+            await client.get_prompt("no-such-task")
+
+
+async def test_prod_lists_no_prompts(prod_server: LiveServer) -> None:
+    async with http_client(prod_server) as client:
+        assert (await client.list_prompts()).prompts == []
+        with pytest.raises(MCPError, match="prod mode"):
+            await client.get_prompt("anything")

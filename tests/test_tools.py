@@ -168,3 +168,52 @@ def test_duplicate_tool_names_are_refused() -> None:
         async def other(state: dict[str, int]) -> int:
             """Other."""
             return 0
+
+
+def test_title_and_every_hint_reach_the_tool() -> None:
+    tools: Toolbox[object] = Toolbox("t")
+
+    @tools.tool(title="Look Up", read_only=True, destructive=False, idempotent=True, open_world=False)
+    async def look_up(backend: object, key: str) -> str:
+        """Look a key up."""
+        return key
+
+    tool = tools.get("look_up")
+    assert tool.title == "Look Up"
+    assert tool.annotations == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+
+
+def test_a_declared_input_schema_is_advertised_and_must_match_the_parameters() -> None:
+    tools: Toolbox[object] = Toolbox("t")
+    schema = {
+        "type": "object",
+        "properties": {"key": {"type": "string", "description": "The key"}},
+        "required": ["key"],
+    }
+
+    @tools.tool(input_schema=schema)
+    async def look_up(backend: object, key: str) -> str:
+        """Look a key up."""
+        return key
+
+    assert tools.get("look_up").input_schema == schema
+    with pytest.raises(InvalidToolArguments):  # validation still follows the signature
+        tools.bind("look_up", {"key": 3})
+    with pytest.raises(TypeError, match=r"input_schema has properties \['key'\] but the function takes \['name'\]"):
+
+        @tools.tool(input_schema=schema)
+        async def other(backend: object, name: str) -> str:
+            """Another."""
+            return name
+
+    with pytest.raises(TypeError, match=r"input_schema requires \[\] but"):
+
+        @tools.tool(input_schema={"type": "object", "properties": {"key": {"type": "string"}}})
+        async def third(backend: object, key: str) -> str:
+            """A third."""
+            return key

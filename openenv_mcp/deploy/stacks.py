@@ -272,6 +272,18 @@ def build_stack(
                 service["environment"][variable.name] = _required(variable.name, variable.description)
             for variable in env.variables():  # the rest pass through from the shell when set there
                 service["environment"].setdefault(variable.name, None)
+            upstreams = [service.upstream for service in env.prod_services if service.upstream is not None]
+            if upstreams:  # an existing MCP server the prod backend forwards to: what the image must hold
+                service["x-upstream"] = [
+                    {
+                        "package": u.package,
+                        "registry": u.registry,
+                        "version": u.version,
+                        "command": list(u.command),
+                        "install": u.install,
+                    }
+                    for u in upstreams
+                ]
         services[name] = service
     doc: dict[str, Any] = {"services": {**services, **dict(sorted(support.items()))}}
     if volumes:

@@ -36,6 +36,7 @@ __all__ = [
     "SettingRef",
     "SimBinding",
     "ToolEntry",
+    "UpstreamRef",
     "load_entry",
     "schema_hash",
     "validate_entry",
@@ -63,6 +64,17 @@ class SettingRef(_Model):
     is_required: bool
 
 
+class UpstreamRef(_Model):
+    """The existing MCP server a prod service forwards to: its package, version and command."""
+
+    package: str = Field(min_length=1)
+    registry: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    command: tuple[str, ...] = ()
+    transport: str = "stdio"
+    install: str = ""
+
+
 class ServiceBinding(_Model):
     """A production service behind a tool."""
 
@@ -73,6 +85,7 @@ class ServiceBinding(_Model):
     shipped: bool
     tested: str
     image: str | None = None
+    upstream: UpstreamRef | None = None
 
 
 class SimBinding(_Model):

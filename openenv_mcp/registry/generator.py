@@ -31,13 +31,22 @@ from openenv_mcp.registry.entry import (
     SettingRef,
     SimBinding,
     ToolEntry,
+    UpstreamRef,
     schema_hash,
     validate_entry,
 )
 from openenv_mcp.registry.lookup import SUFFIX
 from openenv_mcp.settings import Mode
 
-__all__ = ["DISTRIBUTION", "GenerateReport", "build_document", "dump_document", "generate", "short_description"]
+__all__ = [
+    "DISTRIBUTION",
+    "GenerateReport",
+    "build_document",
+    "dump_document",
+    "entry_drift",
+    "generate",
+    "short_description",
+]
 
 DISTRIBUTION = "openenv-mcp"
 """The package (on the Python package index) that serves every shipped server."""
@@ -177,6 +186,16 @@ def _service(env: Environment[Any, Any], service: ProdService) -> ServiceBinding
         shipped=service.shipped,
         tested=service.tested,
         image=service.image,
+        upstream=None
+        if service.upstream is None
+        else UpstreamRef(
+            package=service.upstream.package,
+            registry=service.upstream.registry,
+            version=service.upstream.version,
+            command=service.upstream.command,
+            transport=service.upstream.transport,
+            install=service.upstream.install,
+        ),
     )
 
 
@@ -306,6 +325,13 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
             path.unlink()
             report.removed.append(str(path))
     return report
+
+
+def entry_drift(env: Environment[Any, Any], path: Path) -> list[str]:
+    """How the entry at ``path`` differs from what the code of ``env`` describes (empty: in step)."""
+    document = build_document(env)
+    current = path.read_text(encoding="utf-8") if path.is_file() else None
+    return [] if current == dump_document(document) else _drift(path, current, document)
 
 
 def _drift(path: Path, current: str | None, document: dict[str, Any]) -> list[str]:

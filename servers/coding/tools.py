@@ -19,13 +19,13 @@ Stdin = Annotated[str, Field(max_length=1_000_000)]
 Timeout = Annotated[float, Field(gt=0, le=60)]
 
 
-@tools.tool(read_only=True, idempotent=True, open_world=False)
+@tools.tool(title="Describe Sandbox", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def describe_sandbox(sandbox: CodingBackend) -> SandboxInfo:
     """Describe where code runs: Python version, working directory, limits, and what is isolated."""
     return sandbox.describe()
 
 
-@tools.tool(open_world=False)
+@tools.tool(title="Run Python", read_only=False, destructive=True, idempotent=False, open_world=False)
 async def run_python(sandbox: CodingBackend, code: Code, stdin: Stdin = "", timeout_s: Timeout = 5.0) -> RunResult:
     """Run a Python 3 program and return its stdout, stderr and exit code.
 
@@ -42,7 +42,7 @@ async def run_python(sandbox: CodingBackend, code: Code, stdin: Stdin = "", time
     return await sandbox.run(code, stdin=stdin, timeout_s=timeout_s)
 
 
-@tools.tool(open_world=False)
+@tools.tool(title="Submit Solution", read_only=False, destructive=True, idempotent=False, open_world=False)
 async def submit_solution(sandbox: CodingBackend, code: Code) -> SubmitResult:
     """Submit the final program; it is saved as solution.py and run on the hidden tests.
 

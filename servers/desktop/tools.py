@@ -25,13 +25,13 @@ Y = Annotated[int, Field(ge=0, le=16_383)]
 Button = Literal["left", "middle", "right"]
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Take Screenshot", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def screenshot(desk: DesktopBackend) -> Image[ScreenInfo]:
     """Take a screenshot of the whole screen."""
     return await desk.screen.screenshot()
 
 
-@tools.tool
+@tools.tool(title="Press Key", read_only=False, destructive=True, idempotent=False, open_world=True)
 async def key(
     desk: DesktopBackend,
     keys: Annotated[str, Field(min_length=1, max_length=200)],
@@ -50,7 +50,7 @@ async def key(
     return await desk.screen.acted(await desk.screen.key(keys, repeat))
 
 
-@tools.tool
+@tools.tool(title="Type Text", read_only=False, destructive=True, idempotent=False, open_world=True)
 async def type_text(desk: DesktopBackend, text: Annotated[str, Field(min_length=1, max_length=2_000)]) -> Image[Acted]:
     """Type text with the keyboard, into whatever has the keyboard focus ("\\n" presses Enter).
 
@@ -60,7 +60,7 @@ async def type_text(desk: DesktopBackend, text: Annotated[str, Field(min_length=
     return await desk.screen.acted(await desk.screen.type(text))
 
 
-@tools.tool
+@tools.tool(title="Click", read_only=False, destructive=True, idempotent=False, open_world=True)
 async def click(
     desk: DesktopBackend,
     x: X,
@@ -79,7 +79,7 @@ async def click(
     return await desk.screen.acted(await desk.screen.click(x, y, button, clicks))
 
 
-@tools.tool
+@tools.tool(title="Move Mouse", read_only=False, destructive=False, idempotent=True, open_world=True)
 async def move_mouse(desk: DesktopBackend, x: X, y: Y) -> Image[Acted]:
     """Move the mouse pointer to (x, y) without clicking.
 
@@ -90,7 +90,7 @@ async def move_mouse(desk: DesktopBackend, x: X, y: Y) -> Image[Acted]:
     return await desk.screen.acted(await desk.screen.move(x, y))
 
 
-@tools.tool
+@tools.tool(title="Drag", read_only=False, destructive=True, idempotent=False, open_world=True)
 async def drag(desk: DesktopBackend, x: X, y: Y, to_x: X, to_y: Y, button: Button = "left") -> Image[Acted]:
     """Press a mouse button at (x, y), move to (to_x, to_y) holding it, and release it (select text, move things).
 
@@ -104,7 +104,7 @@ async def drag(desk: DesktopBackend, x: X, y: Y, to_x: X, to_y: Y, button: Butto
     return await desk.screen.acted(await desk.screen.drag(x, y, to_x, to_y, button))
 
 
-@tools.tool
+@tools.tool(title="Scroll", read_only=False, destructive=False, idempotent=False, open_world=True)
 async def scroll(
     desk: DesktopBackend,
     x: X,

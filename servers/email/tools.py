@@ -32,13 +32,13 @@ Limit = Annotated[int, Field(ge=1, le=100)]
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=_NO_CONTROL)]
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="List Folders", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def list_folders(mail: MailBackend) -> FolderList:
     """List the mail folders, with how many messages each holds and how many are unread."""
     return FolderList(folders=await mail.folders())
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="List Emails", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def list_emails(
     mail: MailBackend,
     folder: FolderName = "INBOX",
@@ -63,7 +63,7 @@ async def list_emails(
     return await mail.find(query)
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Search Emails", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def search_emails(
     mail: MailBackend, query: Text, folder: FolderName | None = None, limit: Limit = 20
 ) -> MessageList:
@@ -82,7 +82,7 @@ async def search_emails(
     return await mail.find(Query(folder=folder, words=words, limit=limit))
 
 
-@tools.tool(idempotent=True)
+@tools.tool(title="Read Email", read_only=False, destructive=False, idempotent=True, open_world=False)
 async def read_email(mail: MailBackend, message_id: MessageId) -> Message:
     """Read one message: its headers, plain-text body and attachment list. Marks it read.
 
@@ -92,7 +92,7 @@ async def read_email(mail: MailBackend, message_id: MessageId) -> Message:
     return await mail.fetch(message_id, mark_read=True)
 
 
-@tools.tool(open_world=True)
+@tools.tool(title="Send Email", read_only=False, destructive=False, idempotent=False, open_world=True)
 async def send_email(
     mail: MailBackend, to: Recipients, subject: Subject, body: Body, cc: list[Address] | None = None
 ) -> SentMessage:
@@ -108,7 +108,7 @@ async def send_email(
     return await mail.send(draft)
 
 
-@tools.tool(open_world=True)
+@tools.tool(title="Reply to Email", read_only=False, destructive=False, idempotent=False, open_world=True)
 async def reply_email(mail: MailBackend, message_id: MessageId, body: Body, reply_all: bool = False) -> SentMessage:
     """Reply to a message, in its thread: "Re:" subject, In-Reply-To and References set. The original is not quoted.
 
@@ -124,7 +124,7 @@ async def reply_email(mail: MailBackend, message_id: MessageId, body: Body, repl
     return await mail.send(drafts.reply(original, me=mail.owner, body=body, reply_all=reply_all))
 
 
-@tools.tool(open_world=True)
+@tools.tool(title="Forward Email", read_only=False, destructive=False, idempotent=False, open_world=True)
 async def forward_email(mail: MailBackend, message_id: MessageId, to: Recipients, note: Body = "") -> SentMessage:
     """Forward a message with its attachments: "Fwd:" subject, your note above the original headers and body.
 

@@ -19,13 +19,13 @@ MAX_K = 50
 tools: Toolbox[SearchBackend] = Toolbox("search")
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Collection Info", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def collection_info(index: SearchBackend) -> CollectionInfo:
     """Describe the document collection: how many documents of each category, and the dates they span."""
     return await index.info()
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Search Documents", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def search(
     index: SearchBackend,
     query: Annotated[str, Field(min_length=1, max_length=500)],
@@ -55,7 +55,7 @@ async def search(
     return SearchResults(query=query, hits=hits)
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Fetch Document", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def fetch(index: SearchBackend, doc_id: Annotated[str, Field(min_length=1, max_length=200)]) -> Document:
     """Read a whole document: its title, category, date and full text.
 
@@ -65,7 +65,7 @@ async def fetch(index: SearchBackend, doc_id: Annotated[str, Field(min_length=1,
     return await index.fetch(doc_id.strip())
 
 
-@tools.tool(read_only=True)
+@tools.tool(title="Submit Answer", read_only=True, destructive=False, idempotent=False, open_world=False)
 async def submit_answer(
     index: SearchBackend, answer: Annotated[str, Field(min_length=1, max_length=500)]
 ) -> SubmittedAnswer:

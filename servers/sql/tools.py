@@ -17,13 +17,13 @@ tools: Toolbox[SqlBackend] = Toolbox("sql")
 Sql = Annotated[str, Field(min_length=1, max_length=20_000)]
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="List Tables", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def list_tables(db: SqlBackend) -> list[str]:
     """List the tables of the database."""
     return await db.tables()
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Describe Table", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def describe_table(db: SqlBackend, table: str) -> TableSchema:
     """Describe a table: its columns (name, type, nullable, primary key) and its foreign keys.
 
@@ -33,7 +33,7 @@ async def describe_table(db: SqlBackend, table: str) -> TableSchema:
     return await db.describe(table)
 
 
-@tools.tool(read_only=True, idempotent=True)
+@tools.tool(title="Run Read-only Query", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def run_query(db: SqlBackend, sql: Sql) -> QueryResult:
     """Run one read-only SQL query and return its columns and rows (at most max_rows; 'truncated' says if cut).
 
@@ -45,7 +45,7 @@ async def run_query(db: SqlBackend, sql: Sql) -> QueryResult:
     return await db.query(sql)
 
 
-@tools.tool(read_only=True)
+@tools.tool(title="Submit Answer", read_only=True, destructive=False, idempotent=False, open_world=False)
 async def submit_answer(db: SqlBackend, sql: Sql | None = None, rows: list[list[Cell]] | None = None) -> Answer:
     """Submit the final answer, either as the SQL query that returns it or as the rows themselves.
 

@@ -1,0 +1,213 @@
+"""Tasks and the grade: keep a knowledge graph true to what the agent is told.
+
+Six kinds, four tasks each (three train, one test): record new facts, add an observation,
+move a relation, forget an entity, correct an observation, and link every employee of an
+organisation to a project (which needs reading the graph first). Each task lists goal checks
+on the resulting graph; the score is the fraction met, minus half the fraction of entities the
+episode destroyed that it was not asked to. Every goal check is false at the start, so an
+episode's total reward is its final score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_env.backends import Memory, SimMemory
+from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
+
+__all__ = ["MemoryTask", "grade", "load_tasks", "score"]
+
+Check = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTask(Task):
+    """A task: the graph an episode starts from, and the checks its end state must pass."""
+
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relations: list[dict[str, Any]] = field(default_factory=list)
+    goals: list[Check] = field(default_factory=list)
+    mentions: frozenset[str] = frozenset()
+
+
+_PEOPLE = ["Ada Park", "Ben Ortiz", "Carla Diaz", "Dev Patel", "Eva Rossi", "Femi Ade", "Gus Hale", "Hana Sato"]
+_ORGS = ["Lumen Labs", "Northwind", "Orbit Foods", "Pine Bank"]
+_CITIES = ["Oslo", "Lisbon", "Rome", "Quito", "Accra", "Hanoi", "Perth", "Riga"]
+_FACTS = ["speaks Portuguese", "is allergic to peanuts", "prefers email to calls", "is training for a triathlon"]
+_PROJECTS = ["Apollo", "Borealis", "Cobalt", "Delta"]
+
+
+def _person(name: str, *observations: str) -> dict[str, Any]:
+    return {"name": name, "entityType": "person", "observations": list(observations)}
+
+
+def _thing(name: str, kind: str) -> dict[str, Any]:
+    return {"name": name, "entityType": kind, "observations": []}
+
+
+def _rel(a: str, b: str, kind: str) -> dict[str, str]:
+    return {"from": a, "to": b, "relationType": kind}
+
+
+def _split(i: int) -> str:
+    return "test" if i == 3 else "train"
+
+
+def _build() -> list[MemoryTask]:
+    tasks = []
+    for i in range(4):
+        p, o, c = _PEOPLE[i], _ORGS[i], _CITIES[i]
+        tasks.append(
+            MemoryTask(
+                id=f"record-{i}",
+                split=_split(i),
+                prompt=(
+                    f"Record in the knowledge graph: {p} (entityType 'person') works at {o} (entityType "
+                    f"'organization'), which is located in {c} (entityType 'city'). Use the relation types "
+                    "'works_at' and 'located_in'."
+                ),
+                goals=[
+                    {"kind": "entity", "name": p, "type": "person"},
+                    {"kind": "entity", "name": o, "type": "organization"},
+                    {"kind": "entity", "name": c, "type": "city"},
+                    {"kind": "relation", "from": p, "to": o, "type": "works_at"},
+                    {"kind": "relation", "from": o, "to": c, "type": "located_in"},
+                ],
+                mentions=frozenset({p, o, c}),
+            )
+        )
+    for i in range(4):
+        p, fact = _PEOPLE[i + 4], _FACTS[i]
+        tasks.append(
+            MemoryTask(
+                id=f"observe-{i}",
+                split=_split(i),
+                prompt=f"{p} is already in the knowledge graph. Remember this about them: {p} {fact}.",
+                entities=[_person(p, "joined in 2021")],
+                goals=[{"kind": "observation", "name": p, "contains": fact.split(" ", 1)[1]}],
+                mentions=frozenset({p}),
+            )
+        )
+    for i in range(4):
+        p, old, new = _PEOPLE[i], _CITIES[i + 4], _CITIES[(i + 5) % 8]
+        tasks.append(
+            MemoryTask(
+                id=f"move-{i}",
+                split=_split(i),
+                prompt=(
+                    f"{p} moved from {old} to {new}. Update the graph: {p} should have a 'lives_in' relation to "
+                    f"{new} (a 'city' entity) and none to {old}. Keep the entity {old}."
+                ),
+                entities=[_person(p), _thing(old, "city")],
+                relations=[_rel(p, old, "lives_in")],
+                goals=[
+                    {"kind": "entity", "name": new, "type": "city"},
+                    {"kind": "relation", "from": p, "to": new, "type": "lives_in"},
+                    {"kind": "no_relation", "from": p, "to": old, "type": "lives_in"},
+                ],
+                mentions=frozenset({p, old, new}),
+            )
+        )
+    for i in range(4):
+        p, o = _PEOPLE[i + 4], _ORGS[i]
+        tasks.append(
+            MemoryTask(
+                id=f"forget-{i}",
+                split=_split(i),
+                prompt=f"Forget {p} entirely: remove them and every relation that involves them. Keep {o}.",
+                entities=[_person(p, "asked to be forgotten"), _thing(o, "organization")],
+                relations=[_rel(p, o, "works_at")],
+                goals=[
+                    {"kind": "no_entity", "name": p},
+                    {"kind": "no_relation", "from": p, "to": o, "type": "works_at"},
+                ],
+                mentions=frozenset({p, o}),
+            )
+        )
+    for i in range(4):
+        p, year = _PEOPLE[(i + 2) % 8], 1980 + i
+        tasks.append(
+            MemoryTask(
+                id=f"correct-{i}",
+                split=_split(i),
+                prompt=(
+                    f"The observation 'born in {year}' on {p} is wrong: {p} was born in {year + 1}. "
+                    "Correct it so that only the right year remains."
+                ),
+                entities=[_person(p, f"born in {year}", "lives near the coast")],
+                goals=[
+                    {"kind": "observation", "name": p, "contains": f"born in {year + 1}"},
+                    {"kind": "no_observation", "name": p, "contains": f"born in {year}"},
+                ],
+                mentions=frozenset({p}),
+            )
+        )
+    for i in range(4):
+        o, other, project = _ORGS[i], _ORGS[(i + 1) % 4], _PROJECTS[i]
+        staff = [_PEOPLE[(i + k) % 8] for k in (0, 3, 5)]
+        others = [_PEOPLE[(i + k) % 8] for k in (1, 6)]
+        tasks.append(
+            MemoryTask(
+                id=f"link-{i}",
+                split=_split(i),
+                prompt=(
+                    f"Everyone who works at {o} (see the graph) now works on project {project}. Create {project} as "
+                    f"an entity of type 'project' and add a 'works_on' relation from each of them to it."
+                ),
+                entities=[_thing(o, "organization"), _thing(other, "organization")]
+                + [_person(name) for name in staff + others],
+                relations=[_rel(name, o, "works_at") for name in staff]
+                + [_rel(name, other, "works_at") for name in others],
+                goals=[{"kind": "entity", "name": project, "type": "project"}]
+                + [{"kind": "relation", "from": name, "to": project, "type": "works_on"} for name in staff],
+                mentions=frozenset({o, other, project, *staff, *others}),
+            )
+        )
+    return tasks
+
+
+def load_tasks() -> TaskSet:
+    return TaskSet(_build())
+
+
+def _norm(text: str) -> str:
+    return text.strip().lower().replace(" ", "_")
+
+
+def _passes(check: Check, memory: SimMemory) -> bool:
+    kind = check["kind"]
+    entity = next((e for e in memory.entities if e["name"] == check.get("name")), None)
+    if kind == "entity":
+        return entity is not None and _norm(entity["entityType"]) == _norm(check["type"])
+    if kind == "no_entity":
+        return entity is None
+    if kind in ("observation", "no_observation"):
+        seen = entity is not None and any(check["contains"].lower() in o.lower() for o in entity["observations"])
+        return seen if kind == "observation" else entity is not None and not seen
+    found = any(
+        r["from"] == check["from"] and r["to"] == check["to"] and _norm(r["relationType"]) == _norm(check["type"])
+        for r in memory.relations
+    )
+    return found if kind == "relation" else not found
+
+
+def score(task: MemoryTask, memory: SimMemory) -> float:
+    """Goal checks met (a fraction), minus half the fraction of entities destroyed without being asked."""
+    met = sum(_passes(check, memory) for check in task.goals) / len(task.goals)
+    asked = {check["name"] for check in task.goals if check["kind"] == "no_entity"}
+    keep = memory.initial_names - asked
+    names = {e["name"] for e in memory.entities}
+    destroyed = len(keep - names) / len(keep) if keep else 0.0
+    return met - 0.5 * destroyed
+
+
+async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: Observation) -> Grade:
+    """Pay each step what it added to the score; the episode is done when every goal check passes."""
+    if not isinstance(memory, SimMemory):  # grading runs on sim episodes only
+        raise TypeError(f"grade needs a SimMemory, got {type(memory).__name__}")
+    before = 0.0 if memory.last_score is None else memory.last_score
+    now = score(task, memory)
+    memory.last_score = now
+    done = all(_passes(check, memory) for check in task.goals)
+    return Grade(reward=round(now - before, 6), done=done)
