@@ -53,7 +53,7 @@ def web_router(runtime: Runtime) -> APIRouter:
     tools = [
         {
             "name": tool.name,
-            "title": getattr(tool, "title", None),  # titles come with the tool metadata of issue 13
+            "title": tool.title,
             "description": tool.description,
             "inputSchema": tool.input_schema,
             "annotations": tool.annotations,
