@@ -12,24 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import IN_CI, LiveServer
+from tests.support import LiveServer, node_client
 
 pytestmark = pytest.mark.interop
-
-CLIENT = Path(__file__).parent / "interop" / "mcp_client.mjs"
-
-
-def node_client(*args: str) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    if node is None or not (CLIENT.parent / "node_modules" / "@modelcontextprotocol").is_dir():
-        reason = "Node.js or tests/interop/node_modules is missing; scripts/test installs them (npm ci)"
-        if IN_CI:
-            pytest.fail(reason)
-        pytest.skip(reason)
-    done = subprocess.run([node, str(CLIENT), *args], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
-
 
 def test_typescript_client_lists_and_calls_in_sim(sim_server: LiveServer) -> None:
     episode = httpx.post(f"{sim_server.url}/reset", json={"task_id": "sql-001"}).json()["episode_id"]
