@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import sys
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +10,7 @@ import pytest
 from tests.support import LiveServer, node_client
 
 pytestmark = pytest.mark.interop
+
 
 def test_typescript_client_lists_and_calls_in_sim(sim_server: LiveServer) -> None:
     episode = httpx.post(f"{sim_server.url}/reset", json={"task_id": "sql-001"}).json()["episode_id"]

@@ -39,7 +39,6 @@ from openenv_mcp.settings import Mode
 from servers.sql import environment as sql
 from servers.sql.backends import SqlBackend
 from servers.sql.models import QueryResult
-
 from tests.support import LiveServer, all_set, compose_config, free_port, live_server
 
 REGISTRY = Path(__file__).resolve().parents[1] / "registry"

@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 DEFAULT_IMAGE = "${OPENENV_IMAGE:-openenv-mcp:latest}"
-"""The slim image (every server but desktop, and the loaders): ``OPENENV_IMAGE`` when set, else the local build's tag."""
+"""The slim image (every server but desktop, and the loaders): ``OPENENV_IMAGE`` when set, else the local tag."""
 DESKTOP_IMAGE = "${OPENENV_DESKTOP_IMAGE:-openenv-mcp-desktop:latest}"
 """The image with the display stack (the Dockerfile's ``desktop`` target): ``OPENENV_DESKTOP_IMAGE`` when set."""
 POSTGRES_IMAGE = "postgres:16-alpine"
@@ -426,7 +426,7 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
     servers = {n: s for n, s in doc.get("services", {}).items() if SERVER_LABEL in s.get("labels", {})}
     modes = sorted({s["labels"].get("org.openenv-mcp.mode", "?") for s in servers.values()})
     if modes:
-        lines.append(f"# Mode: {', '.join(modes)}. Every server runs openenv-mcp serve NAME in its image (slim or desktop).")
+        lines.append(f"# Mode: {', '.join(modes)}. Every server runs openenv-mcp serve NAME (image: slim or desktop).")
     if servers:
         lines.append(
             "# Published on the host (OPENENV_BIND, default 127.0.0.1; MCP at /mcp, health at /healthz, /readyz):"
@@ -443,7 +443,7 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
     if images:
         lines.append("# Images (override for a private registry or mirror):")
         lines.extend(f"#   {variable:<24} default {default}" for variable, default in images)
-    lines.append(f"# Restart policy: {RESTART} (Swarm: condition any); 'compose stop' or 'down' stops a service for good.")
+    lines.append(f"# Restart policy: {RESTART} (Swarm: condition any); 'compose stop' or 'down' stops a service.")
     if any("/tmp/.X11-unix" in str(v) for s in servers.values() for v in s.get("volumes", [])):
         lines.append(
             "# Prod desktop needs the host's X server: its sockets in OPENENV_X11_SOCKETS (default /tmp/.X11-unix),"

@@ -86,7 +86,8 @@ def _unavailable(why: str) -> None:
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     """Podman's Docker API on a socket of our own; stopped when the session ends."""
     state = ROOT / ".containers"
-    done = subprocess.run([str(ROOT / "scripts" / "containers"), str(state)], capture_output=True, text=True, check=False)
+    script = str(ROOT / "scripts" / "containers")
+    done = subprocess.run([script, str(state)], capture_output=True, text=True, check=False)
     if done.returncode == 3:
         _unavailable(done.stderr.strip())
     if done.returncode != 0:

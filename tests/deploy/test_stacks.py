@@ -189,7 +189,8 @@ def test_the_compose_v2_check_can_fail(tmp_path: Path) -> None:
 
 
 def test_unbundled_and_single_server_stacks_pass_compose_v2(tmp_path: Path) -> None:
-    for index, doc in enumerate((build_stack(["sql"], "prod", bundle=False), build_stack(["search"], "prod", build=".."))):
+    docs = (build_stack(["sql"], "prod", bundle=False), build_stack(["search"], "prod", build=".."))
+    for index, doc in enumerate(docs):
         path = tmp_path / f"stack{index}.yml"
         path.write_text(dump_stack(doc))
         done = compose_config(path, all_set(path), "-q")
@@ -273,7 +274,8 @@ def test_nothing_reads_outside_the_repository() -> None:
     offenders = []
     for folder in ("openenv_mcp", "servers", "tests", "docs", "scripts", "bench", "compose", ".ci"):
         for path in (ROOT / folder).rglob("*"):
-            if path.is_file() and path.suffix in (".py", ".md", ".yml", ".yaml", "") and "node_modules" not in path.parts:
+            wanted = path.suffix in (".py", ".md", ".yml", ".yaml", "") and "node_modules" not in path.parts
+            if path.is_file() and wanted:
                 text = path.read_text(errors="ignore")
                 if re.search(r"\.\./shared/|parent / \"shared\"|parents\[\d\] / \"shared\"", text):
                     offenders.append(str(path.relative_to(ROOT)))
