@@ -19,7 +19,7 @@ from openenv_mcp.client import EnvClient
 from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.deploy.stacks import RESTART
 from openenv_mcp.errors import OpenEnvError
-from tests.deploy.conftest import SIM_SERVERS, Stack
+from tests.deploy.conftest import BASE_IMAGE, DESKTOP, SIM_SERVERS, SLIM, Stack
 from tests.support import node_client, wait_for
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
@@ -146,3 +146,20 @@ def _ready(url: str) -> bool:
         return httpx.get(f"{url}/readyz", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_the_slim_image_has_no_display_stack_and_the_desktop_image_has_it(sim_stack: Stack) -> None:
+    engine = sim_stack.engine
+
+    def has_xvfb(image: str) -> bool:
+        done = engine.podman("run", "--rm", "--entrypoint", "sh", image, "-c", "command -v Xvfb", check=False)
+        return done.returncode == 0
+
+    assert not has_xvfb(SLIM) and has_xvfb(DESKTOP)
+    sizes = {
+        image: int(engine.podman("image", "inspect", "--format", "{{.Size}}", image).stdout)
+        for image in (SLIM, DESKTOP)
+    }
+    assert sizes[DESKTOP] - sizes[SLIM] > 150e6, sizes
+    if BASE_IMAGE == "localhost/openenv-python:3.11-bookworm":  # the base scripts/containers makes
+        assert sizes[SLIM] <= 300e6, sizes
