@@ -203,6 +203,7 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
             "PROVISION_READER_PASSWORD": reader_password,
         },
         "depends_on": ["postgres"],
+        "healthcheck": {"disable": True},  # a one-shot job: the image's /readyz check does not apply
         "restart": "on-failure",
         "deploy": {"restart_policy": {"condition": "on-failure", "delay": "5s", "max_attempts": 10}},
     }

@@ -124,6 +124,7 @@ def test_prod_bundles_postgresql_with_a_loader_and_a_read_only_role() -> None:
     ]  # fmt: skip
     assert loader["depends_on"] == ["postgres"]
     assert loader["restart"] == "on-failure"
+    assert loader["healthcheck"] == {"disable": True}, "a one-shot loader serves no /readyz"
     assert services["postgres"]["image"] == "${OPENENV_POSTGRES_IMAGE:-postgres:16-alpine}"
     assert "pg_isready" in services["postgres"]["healthcheck"]["test"][1]
     assert doc["volumes"] == {"postgres-data": {}}
