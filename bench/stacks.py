@@ -197,16 +197,16 @@ def main(argv: list[str] | None = None) -> int:
                 http.post(f"{urls['desktop']}/step", json={"action": {"tool": "screenshot"}},
                           headers={"X-Episode-Id": episode})  # fmt: skip
             figures["rss_desktop_after_episode_mb"] = rss_mb(env, project).get("desktop")
-            port = free_port()
+            host_port = free_port()
             host = subprocess.Popen(
-                [sys.executable, "-m", "openenv_mcp.cli", "serve", "sql", "--mode", "sim", "--port", str(port)],
+                [sys.executable, "-m", "openenv_mcp.cli", "serve", "sql", "--mode", "sim", "--port", str(host_port)],
                 env={**os.environ, "OPENENV_TRAJECTORIES": "sqlite:///" + str(Path(tempfile.mkdtemp()) / "t.db")},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
             try:
-                host_url = f"http://127.0.0.1:{port}"
+                host_url = f"http://127.0.0.1:{host_port}"
                 deadline = time.monotonic() + 60
                 while not ready(host_url):
                     if time.monotonic() > deadline:

@@ -19,11 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
 from openenv_mcp.deploy.compose import COMPOSE_DIR, ComposeRunner
-from tests.support import IN_CI, free_port, require_service, required_variables
+from tests.support import IN_CI, require_service, required_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = Path(__file__).resolve().parent / "images"
@@ -190,7 +189,9 @@ def _unpublished(servers: list[str]) -> dict[str, str]:
 SIM_SERVERS = ["sql", "email", "search", "coding", "desktop"]
 
 
-@pytest.fixture(scope="session")
+# Module scope: each stack is used by one module (test_sim_stack.py, test_prod_stack.py), and is down
+# before the next one comes up.
+@pytest.fixture(scope="module")
 def sim_stack(images: Engine) -> Iterator[Stack]:
     """The committed sim file, up: every server, sql with two replicas (the pool's fault test)."""
     yield from _bring_up(images, "sim", {**_unpublished(SIM_SERVERS), "OPENENV_REPLICAS_SQL": "2"}, [])
@@ -199,7 +200,7 @@ def sim_stack(images: Engine) -> Iterator[Stack]:
 PROD_SERVERS = ["sql", "search", "coding"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def prod_stack(images: Engine) -> Iterator[Stack]:
     """The committed prod file with its bundled PostgreSQL: sql, search and coding."""
     file = COMPOSE_DIR / "docker-compose.prod.yml"
@@ -207,10 +208,3 @@ def prod_stack(images: Engine) -> Iterator[Stack]:
     extra = {name: f"pw{uuid.uuid4().hex[:12]}" for name in required_variables(file)}
     extra.update(_unpublished(SIM_SERVERS))
     yield from _bring_up(images, "prod", extra, PROD_SERVERS)
-
-
-def readyz(url: str) -> httpx.Response:
-    return httpx.get(f"{url}/readyz", timeout=10)
-
-
-__all__ = ["Engine", "Stack", "free_port", "readyz"]
