@@ -9,6 +9,7 @@ prepares what the engine needs. Without a container engine the tests skip with t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -135,6 +136,7 @@ def images(engine: Engine) -> Engine:
     engine.build(SLIM, ROOT, dockerfile=COMPOSE_DIR / "Dockerfile", target="slim")
     engine.build(DESKTOP, ROOT, dockerfile=COMPOSE_DIR / "Dockerfile", target="desktop")
     engine.build(POSTGRES, IMAGES / "postgres")
+    (ROOT / ".containers" / "build-times.json").write_text(json.dumps(engine.built, indent=2) + "\n")
     return engine
 
 
