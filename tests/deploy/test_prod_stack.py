@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from openenv_mcp.deploy.compose import ComposeRunner
-from tests.deploy.conftest import IMAGES, MAIL, PROD_SERVERS, Stack
+from tests.containers import IMAGES, MAIL, PROD_SERVERS, Stack
 from tests.support import node_client, require_service, wait_for
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]

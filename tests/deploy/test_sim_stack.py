@@ -19,7 +19,7 @@ from openenv_mcp.client import EnvClient
 from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.deploy.stacks import RESTART
 from openenv_mcp.errors import OpenEnvError
-from tests.deploy.conftest import BASE_IMAGE, DESKTOP, SIM_SERVERS, SLIM, Stack
+from tests.containers import BASE_IMAGE, DESKTOP, SIM_SERVERS, SLIM, Stack
 from tests.support import node_client, wait_for
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
