@@ -22,7 +22,7 @@ from openenv_mcp.deploy.compose import ComposeRunner
 from tests.containers import IMAGES, MAIL, PROD_SERVERS, Stack
 from tests.support import node_client, require_service, wait_for
 
-pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
 
 
 def test_sql_search_and_coding_are_ready_against_the_bundled_postgresql(prod_stack: Stack) -> None:

@@ -22,7 +22,8 @@ from openenv_mcp.errors import OpenEnvError
 from tests.containers import BASE_IMAGE, DESKTOP, SIM_SERVERS, SLIM, Stack
 from tests.support import node_client, wait_for
 
-pytestmark = [pytest.mark.containers, pytest.mark.timeout(900)]
+# The first test's setup may make the base image and build every image (minutes on a loaded machine).
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
 
 
 def replica_urls(stack: Stack, service: str) -> list[str]:
