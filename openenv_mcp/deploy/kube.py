@@ -27,10 +27,12 @@ from openenv_mcp.catalog import load_environment
 from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, ContainerNeeds
 from openenv_mcp.settings import Mode
 
-__all__ = ["KUBE_IMAGE", "build_manifests", "dump_manifests", "resource_name"]
+__all__ = ["KUBE_DESKTOP_IMAGE", "KUBE_IMAGE", "build_manifests", "dump_manifests", "resource_name"]
 
 KUBE_IMAGE = "openenv-mcp:latest"
-"""The image the manifests name; point it at your registry with kustomize ``images:`` or ``kubectl set image``."""
+"""The slim image the manifests name; point it at your registry with kustomize ``images:`` or ``kubectl set image``."""
+KUBE_DESKTOP_IMAGE = "openenv-mcp-desktop:latest"
+"""The image with the display stack (the Dockerfile's ``desktop`` target), for the servers that need it."""
 _SERVER_UID = 10001
 
 
@@ -40,16 +42,25 @@ def resource_name(name: str) -> str:
 
 
 def build_manifests(
-    names: Sequence[str], mode: Mode, *, image: str = KUBE_IMAGE, replicas: int = 2
+    names: Sequence[str],
+    mode: Mode,
+    *,
+    image: str = KUBE_IMAGE,
+    desktop_image: str = KUBE_DESKTOP_IMAGE,
+    replicas: int = 2,
 ) -> list[dict[str, Any]]:
-    """A Deployment and a headless Service for each server in ``names``, in ``mode``."""
+    """A Deployment and a headless Service for each server in ``names``, in ``mode``.
+
+    Servers whose container needs the display stack run ``desktop_image``, the others ``image``.
+    """
     if mode not in ("sim", "prod"):
         raise ValueError(f"mode must be 'sim' or 'prod', not {mode!r}")
     docs: list[dict[str, Any]] = []
     for name in names:
         env = load_environment(name)
         needs = CONTAINERS.get(name, ContainerNeeds())
-        docs.append(_deployment(name, mode, image=image, replicas=replicas, needs=needs))
+        runs = desktop_image if needs.target == "desktop" else image
+        docs.append(_deployment(name, mode, image=runs, replicas=replicas, needs=needs))
         docs.append(_service(name, mode))
         if mode == "prod":
             required = [v.name for v in env.variables() if v.required and v.name not in needs.prod_environment]

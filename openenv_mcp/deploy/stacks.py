@@ -14,9 +14,10 @@ The library API (stable; ``openenv-mcp registry compose`` and ``openenv-mcp comp
   ports and every variable that must be set.
 * :func:`shipped_servers` ``() -> list[str]``: the installed servers that import (the default list).
 
-Every server runs the same image (``openenv-mcp serve NAME``, mode from ``MODE`` only), listens on
+Every server runs one of two images built from ``compose/Dockerfile`` (the slim one; desktop the one
+with the display stack), as ``openenv-mcp serve NAME`` with the mode from ``MODE`` only, listens on
 0.0.0.0:8000 inside its container, accepts its service name as ``Host`` on ``/mcp``, publishes one
-port on the host, has a ``/readyz`` healthcheck, restart policies, resource limits and
+port on the host, has a ``/readyz`` healthcheck, the restart policy :data:`RESTART`, resource limits and
 ``deploy.replicas`` for Docker Swarm. In sim mode that is all. In prod mode, for each declared
 :class:`~openenv_mcp.environment.ProdService` this module knows how to run (PostgreSQL today), the
 stack bundles the service, wires the server's URL setting to it, and adds a one-shot loader
@@ -54,7 +55,11 @@ from openenv_mcp.settings import Mode
 __all__ = [
     "CONTAINER_PORT",
     "DEFAULT_IMAGE",
+    "DESKTOP_IMAGE",
+    "HEALTHCHECK",
+    "POSTGRES_IMAGE",
     "READY_PROBE",
+    "RESTART",
     "SERVER_LABEL",
     "build_stack",
     "dump_stack",
@@ -64,7 +69,15 @@ __all__ = [
 ]
 
 DEFAULT_IMAGE = "${OPENENV_IMAGE:-openenv-mcp:latest}"
-"""The image every server runs: ``OPENENV_IMAGE`` when set, else the local build's tag."""
+"""The slim image (every server but desktop, and the loaders): ``OPENENV_IMAGE`` when set, else the local tag."""
+DESKTOP_IMAGE = "${OPENENV_DESKTOP_IMAGE:-openenv-mcp-desktop:latest}"
+"""The image with the display stack (the Dockerfile's ``desktop`` target): ``OPENENV_DESKTOP_IMAGE`` when set."""
+POSTGRES_IMAGE = "postgres:16-alpine"
+"""The bundled PostgreSQL's image unless the server declares one; ``OPENENV_POSTGRES_IMAGE`` overrides it."""
+RESTART = "always"
+"""The one restart policy of every long-running service: ``restart: always`` and, for Swarm, ``condition: any``.
+
+A container that exits or is killed is started again; ``compose stop`` / ``down`` stop it for good."""
 CONTAINER_PORT = 8000
 FIRST_HOST_PORT = 8001
 PORT_SPAN = 998
@@ -72,6 +85,9 @@ SERVER_LABEL = "org.openenv-mcp.server"
 """Label naming the server a compose service runs (the runner waits for these services' /readyz)."""
 READY_PROBE = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{CONTAINER_PORT}/readyz', timeout=3)"
 """The healthcheck: Python's urllib (no curl in the image); any non-2xx answer raises, exit status 1."""
+HEALTHCHECK = ["CMD-SHELL", f'python -c "{READY_PROBE}"']
+"""The healthcheck as a shell command: podman's Docker API splits an exec-form test on spaces, a shell
+string runs the same on Docker and podman."""
 
 _LIMITS = {"limits": {"cpus": "1.0", "memory": "1G"}, "reservations": {"cpus": "0.25", "memory": "256M"}}
 _HEALTH_TIMING = {"interval": "10s", "timeout": "5s", "retries": 3, "start_period": "30s"}
@@ -96,6 +112,10 @@ class ContainerNeeds:
     Until :class:`~openenv_mcp.environment.Environment` can declare it, the table below holds it.
     ``volume_owner`` (``uid:gid``) owns the prod volumes: the image's directories give it to
     compose's named volumes; Kubernetes gets an init container that hands them over.
+    ``target`` is the Dockerfile target the server's image is built from (``slim`` or ``desktop``);
+    ``prod_mounts`` are host paths bound into the prod container (``SOURCE:TARGET[:ro]``), each
+    one something the host must provide (docs/deploy.md), and ``mount_environment`` the variables
+    that point the server at them (compose only: Kubernetes has no host to take them from).
     """
 
     user: str | None = None
@@ -104,6 +124,9 @@ class ContainerNeeds:
     prod_environment: Mapping[str, str] = field(default_factory=dict)
     prod_volumes: Mapping[str, str] = field(default_factory=dict)
     volume_owner: str | None = None
+    target: str = "slim"
+    prod_mounts: tuple[str, ...] = ()
+    mount_environment: Mapping[str, str] = field(default_factory=dict)
 
 
 # The coding sandbox runs code as per-episode uids in fresh namespaces: the server must be root in
@@ -117,6 +140,16 @@ CONTAINERS: dict[str, ContainerNeeds] = {
         prod_environment={"CODING_WORKSPACE": "/srv/workspace"},
         prod_volumes={"coding-workspace": "/srv/workspace"},
         volume_owner="10002:10002",
+    ),
+    # Prod desktop attaches to the host's X server: its sockets, and its cookie file when XAUTHORITY
+    # is set (else an empty file: a server without access control needs none).
+    "desktop": ContainerNeeds(
+        target="desktop",
+        mount_environment={"XAUTHORITY": "/run/openenv/Xauthority"},
+        prod_mounts=(
+            "${OPENENV_X11_SOCKETS:-/tmp/.X11-unix}:/tmp/.X11-unix:ro",
+            "${XAUTHORITY:-/dev/null}:/run/openenv/Xauthority:ro",
+        ),
     ),
 }
 
@@ -146,11 +179,11 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
     reader_password = _required(password, f"the password of the read only role {reader}, letters and digits only")
     server_url = f"postgresql://{reader}:{reader_password}@postgres:5432/{database}"
     postgres = {
-        "image": service.image or "postgres:16-alpine",
+        "image": "${OPENENV_POSTGRES_IMAGE:-" + (service.image or POSTGRES_IMAGE) + "}",
         "environment": {"POSTGRES_PASSWORD": admin_password},
         "volumes": ["postgres-data:/var/lib/postgresql/data"],
         "healthcheck": {"test": ["CMD-SHELL", "pg_isready -U postgres -d postgres"], **_HEALTH_TIMING},
-        "restart": "unless-stopped",
+        "restart": RESTART,
         "deploy": {
             "replicas": 1,
             "resources": _LIMITS,
@@ -170,6 +203,7 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
             "PROVISION_READER_PASSWORD": reader_password,
         },
         "depends_on": ["postgres"],
+        "healthcheck": {"disable": True},  # a one-shot job: the image's /readyz check does not apply
         "restart": "on-failure",
         "deploy": {"restart_policy": {"condition": "on-failure", "delay": "5s", "max_attempts": 10}},
     }
@@ -220,6 +254,7 @@ def build_stack(
     mode: Mode,
     *,
     image: str = DEFAULT_IMAGE,
+    desktop_image: str = DESKTOP_IMAGE,
     build: str | None = None,
     bundle: bool = True,
 ) -> dict[str, Any]:
@@ -230,10 +265,14 @@ def build_stack(
             becomes a service of the same name, publishing :func:`published_port` on 127.0.0.1
             unless ``OPENENV_BIND`` / ``OPENENV_PORT_<NAME>`` say otherwise.
         mode: ``"sim"`` (no external services, no credentials) or ``"prod"``.
-        image: The image every server (and loader) runs; by default ``$OPENENV_IMAGE`` or
-            ``openenv-mcp:latest``.
+        image: The slim image every server but desktop (and every loader) runs; by default
+            ``$OPENENV_IMAGE`` or ``openenv-mcp:latest``.
+        desktop_image: The image with the display stack that desktop runs; by default
+            ``$OPENENV_DESKTOP_IMAGE`` or ``openenv-mcp-desktop:latest``.
         build: If given, the build context (relative to the compose file) of ``compose/Dockerfile``,
-            so ``docker compose up --build`` builds the image; ``None`` leaves building out.
+            so ``docker compose build`` builds the images: the first service of each image carries
+            the ``build:`` (one build per image), the others only name the image; ``None`` leaves
+            building out.
         bundle: Prod only. ``True`` runs the prod services this module knows (PostgreSQL, with each
             server's demo data loaded) inside the stack; ``False`` reads every required prod setting
             from the environment instead.
@@ -254,11 +293,16 @@ def build_stack(
     support: dict[str, dict[str, Any]] = {}
     volumes: list[str] = []
     ports: list[int] = []
+    images = {"slim": image, "desktop": desktop_image}
+    built: set[str] = set()
     for name in names:
         env = load_environment(name)
         ports.append(published_port(name, ports))
-        service = _server_service(env, mode, image=image, build=build, port=ports[-1])
-        volumes.extend(v.split(":", 1)[0] for v in service.get("volumes", []))
+        target = CONTAINERS.get(name, ContainerNeeds()).target
+        builds = build if build is not None and target not in built else None
+        built.add(target)
+        service = _server_service(env, mode, image=images[target], build=builds, port=ports[-1])
+        volumes.extend(v.split(":", 1)[0] for v in service.get("volumes", []) if not v.startswith(("/", "$", ".")))
         if mode == "prod":
             wirings = _wire(env, image, bundle)
             for wiring in wirings:
@@ -313,7 +357,7 @@ def _server_service(
         volume_map.update(needs.prod_volumes)
     service: dict[str, Any] = {"image": image}
     if build is not None:
-        service["build"] = {"context": build, "dockerfile": "compose/Dockerfile"}
+        service["build"] = {"context": build, "dockerfile": "compose/Dockerfile", "target": needs.target}
     service["command"] = ["serve", name]
     if needs.user is not None:
         service["user"] = needs.user
@@ -324,11 +368,15 @@ def _server_service(
     service["environment"] = environment
     # ``${VAR-default}``: an empty OPENENV_PORT_<NAME> publishes on a free port the engine picks.
     service["ports"] = [f"${{OPENENV_BIND:-127.0.0.1}}:${{{port_variable(name)}-{port}}}:{CONTAINER_PORT}"]
-    if volume_map:
-        service["volumes"] = [f"{volume}:{path}" for volume, path in volume_map.items()]
+    mounts = [f"{volume}:{path}" for volume, path in volume_map.items()]
+    if mode == "prod":
+        mounts.extend(needs.prod_mounts)
+        environment.update(needs.mount_environment)
+    if mounts:
+        service["volumes"] = mounts
     service["labels"] = {SERVER_LABEL: name, "org.openenv-mcp.mode": mode}
-    service["healthcheck"] = {"test": ["CMD", "python", "-c", READY_PROBE], **_HEALTH_TIMING}
-    service["restart"] = "unless-stopped"
+    service["healthcheck"] = {"test": list(HEALTHCHECK), **_HEALTH_TIMING}
+    service["restart"] = RESTART
     replicas = "${OPENENV_REPLICAS_" + port_variable(name).removeprefix("OPENENV_PORT_") + ":-1}"
     service["deploy"] = {
         "replicas": replicas,
@@ -391,7 +439,7 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
     servers = {n: s for n, s in doc.get("services", {}).items() if SERVER_LABEL in s.get("labels", {})}
     modes = sorted({s["labels"].get("org.openenv-mcp.mode", "?") for s in servers.values()})
     if modes:
-        lines.append(f"# Mode: {', '.join(modes)}. Every server runs the same image: openenv-mcp serve NAME.")
+        lines.append(f"# Mode: {', '.join(modes)}. Every server runs openenv-mcp serve NAME (image: slim or desktop).")
     if servers:
         lines.append(
             "# Published on the host (OPENENV_BIND, default 127.0.0.1; MCP at /mcp, health at /healthz, /readyz):"
@@ -404,6 +452,16 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
     text = yaml.dump(
         dict(doc), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=200, allow_unicode=True
     )
+    images = sorted(set(re.findall(r"\$\{(OPENENV_(?:\w+_)?IMAGE):-([^}]+)\}", text)))
+    if images:
+        lines.append("# Images (override for a private registry or mirror):")
+        lines.extend(f"#   {variable:<24} default {default}" for variable, default in images)
+    lines.append(f"# Restart policy: {RESTART} (Swarm: condition any); 'compose stop' or 'down' stops a service.")
+    if any("/tmp/.X11-unix" in str(v) for s in servers.values() for v in s.get("volumes", [])):
+        lines.append(
+            "# Prod desktop needs the host's X server: its sockets in OPENENV_X11_SOCKETS (default /tmp/.X11-unix),"
+        )
+        lines.append("#   DESKTOP_DISPLAY (e.g. :0), and XAUTHORITY when the server wants a cookie.")
     required = dict(_REQUIRED.findall(text))
     if required:
         lines.append("# Variables that must be set (compose stops with the message when one is missing):")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from openenv_mcp.deploy.compose import COMPOSE_DIR
-from openenv_mcp.deploy.kube import build_manifests, dump_manifests, resource_name
+from openenv_mcp.deploy.kube import KUBE_DESKTOP_IMAGE, KUBE_IMAGE, build_manifests, dump_manifests, resource_name
 from openenv_mcp.deploy.stacks import shipped_servers
 from tests.support import require_service
 
@@ -72,3 +72,12 @@ def test_servers_run_as_non_root_unless_their_sandbox_needs_root() -> None:
             pod = doc["spec"]["template"]["spec"]
             assert pod["securityContext"]["runAsNonRoot"] is True
             assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_desktop_runs_the_image_with_the_display_stack_and_the_others_the_slim_one() -> None:
+    for doc in build_manifests(shipped_servers(), "prod"):
+        if doc["kind"] != "Deployment":
+            continue
+        [container] = doc["spec"]["template"]["spec"]["containers"]
+        wanted = KUBE_DESKTOP_IMAGE if doc["metadata"]["name"] == "openenv-desktop" else KUBE_IMAGE
+        assert container["image"] == wanted, doc["metadata"]["name"]

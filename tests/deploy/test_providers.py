@@ -198,3 +198,9 @@ def test_compose_service_that_fails_to_start_is_taken_down(tmp_path: Path, monke
         ComposeService("sql", mode="sim", environment={"POSTGRES_PASSWORD": "pw"}).start()
     assert fake.actions()[-1][-3:] == ["down", "--remove-orphans", "--volumes"]
     assert fake.calls()[-1].env["POSTGRES_PASSWORD"] == "pw"
+
+
+def test_a_docker_provider_runs_desktop_on_the_image_with_the_display_stack() -> None:
+    assert DockerImage("desktop").image == "openenv-mcp-desktop:latest"
+    assert DockerImage("sql").image == "openenv-mcp:latest"
+    assert DockerImage("desktop", image="registry.example/desk:1").image == "registry.example/desk:1"

