@@ -17,7 +17,9 @@ import base64
 import contextlib
 import datetime as dt
 import imaplib
+import itertools
 import logging
+import weakref
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,11 +30,15 @@ import anyio.to_thread
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from servers.email.backends import Query, folder_order
-from servers.email.mime import summarize
+from servers.email.mime import BODY_FETCH_LIMIT, summarize
 from servers.email.models import MessageSummary
 from servers.email.settings import EmailSettings
 
-__all__ = ["ImapPool", "criteria", "decode_folder", "encode_folder", "mailbox_name"]
+__all__ = ["ImapPool", "Part", "criteria", "decode_folder", "encode_folder", "mailbox_name", "parts_of"]
+
+HEADER_LIMIT = 128 * 1024
+"""Bytes of a message's header block fetched to list or read it (a longer block is cut: hostile or broken)."""
+
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +47,11 @@ Conn = imaplib.IMAP4
 
 _LIST = re.compile(rb'^\((?P<flags>[^)]*)\) (?P<delim>"(?:[^"\\]|\\.)*"|NIL) (?P<name>.*)$')
 _FETCH_START = re.compile(rb"^\d+ \(")
-_LITERAL_KEY = re.compile(rb"(BODY\[[^\]]*\])(?:<\d+>)? \{\d+\}$")
+_LITERAL_KEY = re.compile(rb"((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ~?\{\d+\}$")
+_LITERAL_TAIL = re.compile(rb"~?\{\d+\}$")
+_INLINE_ITEM = re.compile(rb'((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ("(?:[^"\\]|\\.)*"|NIL)')
+_PROBE = 160  # bytes read at each end of a base64 part to work out its decoded size
+_RFC822_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 _UID = re.compile(rb"[( ]UID (\d+)")
 _FLAGS = re.compile(rb"FLAGS \(([^)]*)\)")
 _ATTACHMENT = re.compile(rb'\("attachment"', re.IGNORECASE)
@@ -149,16 +159,25 @@ class _Fetched:
 
 
 def _fetched(data: list[Any]) -> list[_Fetched]:
-    """Group imaplib's FETCH answer per message: its text, and its literals keyed by item name."""
+    """Group imaplib's FETCH answer per message: its text, and its body items keyed by name.
+
+    A literal that is not a body item (a filename in BODYSTRUCTURE, say) is put back into the
+    text as a quoted string, so the text parses as one expression.
+    """
     groups: list[_Fetched] = []
     for item in data:
         if isinstance(item, tuple):
             prefix, literal = item[0], item[1]
-            if _FETCH_START.match(prefix) or not groups:
-                groups.append(_Fetched(prefix))
-            else:
-                groups[-1].text += prefix
             key = _LITERAL_KEY.search(prefix)
+            if key:
+                text = prefix
+            else:
+                quoted = literal.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+                text = _LITERAL_TAIL.sub(b"", prefix) + b'"' + quoted + b'"'
+            if _FETCH_START.match(prefix) or not groups:
+                groups.append(_Fetched(text))
+            else:
+                groups[-1].text += text
             if key:
                 groups[-1].literals[key.group(1)] = literal
         elif isinstance(item, bytes):
@@ -166,7 +185,98 @@ def _fetched(data: list[Any]) -> list[_Fetched]:
                 groups.append(_Fetched(item))
             else:
                 groups[-1].text += item
+    for group in groups:  # small items may come as quoted strings (or NIL) instead of literals
+        for found in _INLINE_ITEM.finditer(group.text):
+            if found.group(1) not in group.literals:
+                value = found.group(2)
+                group.literals[found.group(1)] = b"" if value == b"NIL" else re.sub(rb"\\(.)", rb"\1", value[1:-1])
     return groups
+
+
+# BODYSTRUCTURE (RFC 3501 7.4.2) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One leaf of a message's MIME tree, as BODYSTRUCTURE describes it."""
+
+    number: str  # the IMAP part specifier ("1", "2.1")
+    content_type: str
+    disposition: str | None
+    encoding: str
+    size: int  # octets as transferred (encoded)
+
+
+def _sexp(text: bytes, pos: int, depth: int = 0) -> tuple[Any, int]:
+    """One IMAP value at ``pos``: a parenthesized list, a quoted string, NIL (None) or an atom."""
+    while pos < len(text) and text[pos : pos + 1] == b" ":
+        pos += 1
+    if pos >= len(text) or depth > 50:
+        raise ValueError("truncated or too deeply nested BODYSTRUCTURE")
+    char = text[pos : pos + 1]
+    if char == b"(":
+        items: list[Any] = []
+        pos += 1
+        while True:
+            while text[pos : pos + 1] == b" ":
+                pos += 1
+            if text[pos : pos + 1] == b")":
+                return items, pos + 1
+            item, pos = _sexp(text, pos, depth + 1)
+            items.append(item)
+    if char == b'"':
+        out = bytearray()
+        pos += 1
+        while pos < len(text) and text[pos : pos + 1] != b'"':
+            if text[pos : pos + 1] == b"\\":
+                pos += 1
+            out += text[pos : pos + 1]
+            pos += 1
+        return bytes(out), pos + 1
+    end = pos
+    while end < len(text) and text[end : end + 1] not in (b" ", b"(", b")"):
+        end += 1
+    atom = text[pos:end]
+    return (None if atom.upper() == b"NIL" else atom), end
+
+
+def _str(value: Any) -> str:
+    return value.decode("utf-8", "replace").lower() if isinstance(value, bytes) else ""
+
+
+def _walk(node: Any, prefix: str) -> list[Part]:
+    if not isinstance(node, list) or not node:
+        return []
+    if isinstance(node[0], list):  # multipart: its parts, then its subtype and extensions
+        found: list[Part] = []
+        for index, child in enumerate(itertools.takewhile(lambda c: isinstance(c, list), node)):
+            found += _walk(child, f"{prefix}.{index + 1}" if prefix else str(index + 1))
+        return found
+    maintype, subtype = _str(node[0]), _str(node[1]) if len(node) > 1 else ""
+    size = node[6] if len(node) > 6 else b"0"
+    extension = 8 if maintype == "text" else 10 if (maintype, subtype) == ("message", "rfc822") else 7
+    disposition = node[extension + 1] if len(node) > extension + 1 else None
+    return [
+        Part(
+            number=prefix or "1",
+            content_type=f"{maintype}/{subtype}",
+            disposition=_str(disposition[0]) if isinstance(disposition, list) and disposition else None,
+            encoding=_str(node[5]) if len(node) > 5 else "7bit",
+            size=int(size) if isinstance(size, bytes) and size.isdigit() else 0,
+        )
+    ]
+
+
+def parts_of(text: bytes) -> list[Part]:
+    """The leaves of the BODYSTRUCTURE in a FETCH answer's text (empty when it has none or it is malformed)."""
+    start = text.find(b"BODYSTRUCTURE ")
+    if start < 0:
+        return []
+    try:
+        tree, _ = _sexp(text, start + len(b"BODYSTRUCTURE "))
+    except (ValueError, IndexError):
+        return []
+    return _walk(tree, "")
 
 
 # operations, run on one connection in a worker thread ----------------------------------------------
@@ -217,12 +327,11 @@ def summaries(conn: Conn, folder: str, uids: list[int]) -> list[MessageSummary]:
     if not uids:
         return []
     wanted = set(uids)
-    data = _ok(
-        conn.uid("FETCH", ",".join(map(str, uids)), "(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER])"), "fetch messages"
-    )
+    items = f"(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER]<0.{HEADER_LIMIT}>)"
+    data = _ok(conn.uid("FETCH", ",".join(map(str, uids)), items), "fetch messages")
     found = []
     for fetched in _fetched(data):
-        uid, header = fetched.uid, fetched.literals.get(b"BODY[HEADER]")
+        uid, header = fetched.uid, fetched.literals.get(b"BODY[HEADER]<0>")
         if uid not in wanted or header is None:
             continue  # an unsolicited update about another message
         found.append(
@@ -235,6 +344,128 @@ def summaries(conn: Conn, folder: str, uids: list[int]) -> list[MessageSummary]:
             )
         )
     return found
+
+
+_CAPABILITIES: weakref.WeakKeyDictionary[Conn, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def capabilities(conn: Conn) -> frozenset[str]:
+    """What the server offers once logged in (asked once per connection)."""
+    known = _CAPABILITIES.get(conn)
+    if known is None:
+        data = _ok(conn.capability(), "list its capabilities")
+        words = b" ".join(d for d in data if isinstance(d, bytes)).decode("ascii", "replace").upper().split()
+        known = _CAPABILITIES[conn] = frozenset(words)
+    return known
+
+
+@dataclass
+class Reading:
+    """What reading one message takes from the server: never the attachments' content.
+
+    ``body`` is the start of the text part (at most ``BODY_FETCH_LIMIT`` bytes), already decoded
+    from its transfer encoding when the server speaks BINARY (RFC 3516), else as stored with
+    ``body_encoding`` saying how to decode it. Attachment sizes are exact for base64 in lines of equal length (what
+    mail software writes), estimated otherwise.
+    """
+
+    header: bytes
+    unread: bool
+    body: bytes = b""
+    body_encoding: str | None = None
+    body_header: bytes = b""
+    body_type: str = "text/plain"
+    attachments: list[tuple[bytes, str, int]] = field(default_factory=list)
+
+
+def _base64_size(size: int, head: bytes, tail: bytes) -> int:
+    """The decoded size of a base64 part of ``size`` octets in lines of equal length, from its two ends.
+
+    With lines of L characters and CRLF, a part of k lines is ``size = (k - 1)(L + 2) + r + 2``:
+    k = ceil(size / (L + 2)), the characters are ``size - 2k``, and ``=`` padding ends the last line.
+    Anything else (other line ends, ragged lines) falls back to an estimate.
+    """
+    line = head.find(b"\r\n")
+    if line <= 0 or line % 4:
+        return size * 57 // 78
+    lines = -(-size // (line + 2))
+    chars = size - 2 * lines
+    padding = len(tail.rstrip(b"\r\n")) - len(tail.rstrip(b"\r\n").rstrip(b"="))
+    if chars % 4 or padding > 2 or not tail.endswith(b"\r\n"):
+        return size * 57 // 78
+    return chars // 4 * 3 - padding
+
+
+def _estimate(part: Part) -> int:
+    if part.encoding == "base64":
+        return part.size * 57 // 78  # 76 characters of base64 and CRLF carry 57 bytes
+    return part.size
+
+
+def _text_part(parts: list[Part]) -> Part | None:
+    """The part shown as the body: the first plain-text part that is not an attachment, else the first HTML one."""
+    for wanted in ("text/plain", "text/html"):
+        for part in parts:
+            if part.content_type == wanted and part.disposition != "attachment":
+                return part
+    return None
+
+
+def read(conn: Conn, folder: str, uid: int) -> Reading:
+    """Read a message's header, the start of its text and its attachments' headers and sizes, not their content."""
+    items = f"(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER]<0.{HEADER_LIMIT}>)"
+    data = _ok(conn.uid("FETCH", str(uid), items), "fetch the message")
+    first = next((f for f in _fetched(data) if f.uid == uid and b"BODY[HEADER]<0>" in f.literals), None)
+    if first is None:
+        raise ToolFailed(f"No message '{folder}/{uid}' in folder {folder!r}; list_emails shows its messages")
+    reading = Reading(header=first.literals[b"BODY[HEADER]<0>"], unread=first.unread)
+    parts = parts_of(first.text)
+    single = len(parts) == 1 and parts[0].number == "1" and b"BODYSTRUCTURE (\"" in first.text.upper()
+    binary = "BINARY" in capabilities(conn)
+    text = _text_part(parts)
+    attached = [p for p in parts if p.disposition == "attachment" and p is not text]
+    wanted: list[str] = []
+    for part in ([text] if text else []) + attached:
+        if not single:
+            wanted.append(f"BODY.PEEK[{part.number}.MIME]")
+        if part is not text and part.encoding == "base64" and part.size > 2 * _PROBE:
+            # Dovecot 2.3's BINARY.SIZE can be wrong; a base64 part's two ends tell its size exactly
+            wanted.append(f"BODY.PEEK[{part.number}]<0.{_PROBE}>")
+            wanted.append(f"BODY.PEEK[{part.number}]<{part.size - _PROBE}.{_PROBE}>")
+    if text is not None:
+        verb = "BINARY.PEEK" if binary else "BODY.PEEK"
+        wanted.append(f"{verb}[{text.number}]<0.{BODY_FETCH_LIMIT}>")
+    if not wanted:
+        return reading
+    data = _ok(conn.uid("FETCH", str(uid), f"(UID {' '.join(wanted)})"), "fetch the message's parts")
+    second = next((f for f in _fetched(data) if f.uid == uid), _Fetched(b""))
+
+    def header_of(part: Part) -> bytes:
+        return reading.header if single else second.literals.get(f"BODY[{part.number}.MIME]".encode(), b"")
+
+    def size_of(part: Part) -> int:
+        head = second.literals.get(f"BODY[{part.number}]<0>".encode())
+        tail = second.literals.get(f"BODY[{part.number}]<{part.size - _PROBE}>".encode())
+        return _base64_size(part.size, head, tail) if head and tail else _estimate(part)
+
+    if text is not None:
+        key = f"{'BINARY' if binary else 'BODY'}[{text.number}]<0>".encode()
+        reading.body = second.literals.get(key, b"")
+        reading.body_encoding = None if binary else text.encoding
+        reading.body_header = header_of(text)
+        reading.body_type = text.content_type
+    reading.attachments = [(header_of(p), p.content_type, size_of(p)) for p in attached]
+    return reading
+
+
+def message_size(conn: Conn, folder: str, uid: int) -> int:
+    """The message's size in octets (RFC822.SIZE); ToolFailed when the folder has no such UID."""
+    data = _ok(conn.uid("FETCH", str(uid), "(UID RFC822.SIZE)"), "fetch the message's size")
+    for fetched in _fetched(data):
+        found = _RFC822_SIZE.search(fetched.text)
+        if fetched.uid == uid and found:
+            return int(found.group(1))
+    raise ToolFailed(f"No message '{folder}/{uid}' in folder {folder!r}; list_emails shows its messages")
 
 
 def fetch_raw(conn: Conn, folder: str, uid: int) -> tuple[bytes, bool]:
