@@ -113,7 +113,9 @@ class Draft:
     def attachments(self) -> list[Attachment]:
         if self.forward_of is None:
             return []
-        return [a.model_copy(update={"filename": headers.clean_filename(a.filename)}) for a in self.forward_of.attachments]
+        return [
+            a.model_copy(update={"filename": headers.clean_filename(a.filename)}) for a in self.forward_of.attachments
+        ]
 
 
 def check_body(field: str, text: str) -> str:
@@ -121,7 +123,8 @@ def check_body(field: str, text: str) -> str:
     for char in text:
         if char == "\0" or 0xD800 <= ord(char) <= 0xDFFF:
             raise ToolFailed(
-                f"The {field} holds U+{ord(char):04X}, which mail cannot carry; remove it and try again; nothing was sent"
+                f"The {field} holds U+{ord(char):04X}, which mail cannot carry; remove it and try again; "
+                "nothing was sent"
             )
     return text
 

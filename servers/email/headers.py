@@ -26,7 +26,18 @@ from email.parser import BytesParser
 
 from openenv_mcp import ToolFailed
 
-__all__ = ["UnsafeMessage", "check", "clean", "clean_filename", "decoded", "msg_ids", "offending", "verify"]
+__all__ = [
+    "UnsafeMessage",
+    "check",
+    "clean",
+    "clean_filename",
+    "decoded",
+    "msg_ids",
+    "offending",
+    "one_line",
+    "serialize",
+    "verify",
+]
 
 _LAYERS = 5  # decodings tried before a value that keeps changing is called hostile
 _HEADER = policy.default.header_factory
@@ -57,7 +68,7 @@ def _decode_once(text: str) -> str:
     """``text`` as the email package reads an unstructured header (encoded words decoded)."""
     try:
         return str(_HEADER("subject", text))
-    except Exception:  # noqa: BLE001 - hostile input can break the parser; then it is not decoded
+    except Exception:
         return text
 
 
@@ -101,7 +112,8 @@ def check(field: str, value: str, *, limit: int = 998) -> str:
     return final
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` with every line break and control turned into a space (surrogates into U+FFFD), spaces collapsed."""
     out = []
     for char in text:
         category = unicodedata.category(char)
@@ -111,9 +123,9 @@ def _one_line(text: str) -> str:
 
 def clean(value: str, *, limit: int = 998) -> str:
     """An inbound header value made safe to show and to emit again: one line, decoded, capped. Never raises."""
-    text = _one_line(value)
+    text = one_line(value)
     for _ in range(_LAYERS):
-        nxt = _one_line(decoded(text))
+        nxt = one_line(decoded(text))
         if nxt == text:
             break
         text = nxt
@@ -161,7 +173,7 @@ def verify(raw: bytes, *, headers: list[str], attachments: int) -> None:
     for part in parsed.walk():
         if part is parsed:
             continue
-        counts = Counter(k.lower() for k in part.keys())
+        counts = Counter(k.lower() for k in part)
         if not set(counts) <= _PART_HEADERS or any(c > 1 for c in counts.values()):
             raise UnsafeMessage(f"A part of the message carries unexpected headers ({dict(counts)}); nothing was sent")
         if part.get_content_disposition() == "attachment":
@@ -173,7 +185,7 @@ def verify(raw: bytes, *, headers: list[str], attachments: int) -> None:
 
 
 def _block_names(block: bytes) -> list[str]:
-    names = []
+    names: list[str] = []
     for line in block.split(b"\r\n"):
         if b"\r" in line or b"\n" in line or b"\0" in line:
             raise UnsafeMessage("A header line holds a bare line break or NUL; nothing was sent")
@@ -195,5 +207,5 @@ def serialize(message: EmailMessage) -> bytes:
         strict = strict.clone(verify_generated_headers=True)
     try:
         return message.as_bytes(policy=strict)
-    except Exception as exc:  # noqa: BLE001 - HeaderWriteError and whatever the generator trips on
+    except Exception as exc:
         raise UnsafeMessage(f"The message could not be serialized safely ({exc}); nothing was sent") from None

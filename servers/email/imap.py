@@ -19,8 +19,8 @@ import datetime as dt
 import imaplib
 import itertools
 import logging
-import weakref
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,7 +30,7 @@ import anyio.to_thread
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from servers.email.backends import Query, folder_order
-from servers.email.mime import BODY_FETCH_LIMIT, summarize
+from servers.email.mime import BODY_FETCH_LIMIT, summarize, transfer_decode
 from servers.email.models import MessageSummary
 from servers.email.settings import EmailSettings
 
@@ -51,6 +51,7 @@ _LITERAL_KEY = re.compile(rb"((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ~?\{\d+\}$")
 _LITERAL_TAIL = re.compile(rb"~?\{\d+\}$")
 _INLINE_ITEM = re.compile(rb'((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ("(?:[^"\\]|\\.)*"|NIL)')
 _PROBE = 160  # bytes read at each end of a base64 part to work out its decoded size
+_SMALL = 8192  # attachments up to this size are fetched whole to tell their decoded size
 _RFC822_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 _UID = re.compile(rb"[( ]UID (\d+)")
 _FLAGS = re.compile(rb"FLAGS \(([^)]*)\)")
@@ -388,10 +389,11 @@ def _base64_size(size: int, head: bytes, tail: bytes) -> int:
     line = head.find(b"\r\n")
     if line <= 0 or line % 4:
         return size * 57 // 78
-    lines = -(-size // (line + 2))
-    chars = size - 2 * lines
+    whole = size if tail.endswith(b"\r\n") else size + 2  # the last line's CRLF may belong to the boundary
+    lines = -(-whole // (line + 2))
+    chars = whole - 2 * lines
     padding = len(tail.rstrip(b"\r\n")) - len(tail.rstrip(b"\r\n").rstrip(b"="))
-    if chars % 4 or padding > 2 or not tail.endswith(b"\r\n"):
+    if chars % 4 or padding > 2:
         return size * 57 // 78
     return chars // 4 * 3 - padding
 
@@ -420,30 +422,25 @@ def read(conn: Conn, folder: str, uid: int) -> Reading:
         raise ToolFailed(f"No message '{folder}/{uid}' in folder {folder!r}; list_emails shows its messages")
     reading = Reading(header=first.literals[b"BODY[HEADER]<0>"], unread=first.unread)
     parts = parts_of(first.text)
-    single = len(parts) == 1 and parts[0].number == "1" and b"BODYSTRUCTURE (\"" in first.text.upper()
-    binary = "BINARY" in capabilities(conn)
+    single = len(parts) == 1 and parts[0].number == "1" and b'BODYSTRUCTURE ("' in first.text.upper()
     text = _text_part(parts)
     attached = [p for p in parts if p.disposition == "attachment" and p is not text]
-    wanted: list[str] = []
-    for part in ([text] if text else []) + attached:
-        if not single:
-            wanted.append(f"BODY.PEEK[{part.number}.MIME]")
-        if part is not text and part.encoding == "base64" and part.size > 2 * _PROBE:
-            # Dovecot 2.3's BINARY.SIZE can be wrong; a base64 part's two ends tell its size exactly
-            wanted.append(f"BODY.PEEK[{part.number}]<0.{_PROBE}>")
-            wanted.append(f"BODY.PEEK[{part.number}]<{part.size - _PROBE}.{_PROBE}>")
-    if text is not None:
-        verb = "BINARY.PEEK" if binary else "BODY.PEEK"
-        wanted.append(f"{verb}[{text.number}]<0.{BODY_FETCH_LIMIT}>")
-    if not wanted:
-        return reading
-    data = _ok(conn.uid("FETCH", str(uid), f"(UID {' '.join(wanted)})"), "fetch the message's parts")
-    second = next((f for f in _fetched(data) if f.uid == uid), _Fetched(b""))
+    binary = "BINARY" in capabilities(conn)
+    try:
+        second = _parts(conn, uid, text, attached, single=single, binary=binary)
+    except ToolFailed:
+        if not binary:
+            raise
+        binary = False  # e.g. [UNKNOWN-CTE]: the server cannot decode the part; take it as stored
+        second = _parts(conn, uid, text, attached, single=single, binary=binary)
 
     def header_of(part: Part) -> bytes:
         return reading.header if single else second.literals.get(f"BODY[{part.number}.MIME]".encode(), b"")
 
     def size_of(part: Part) -> int:
+        whole = second.literals.get(f"BODY[{part.number}]".encode())
+        if whole is not None:
+            return len(transfer_decode(whole, part.encoding))
         head = second.literals.get(f"BODY[{part.number}]<0>".encode())
         tail = second.literals.get(f"BODY[{part.number}]<{part.size - _PROBE}>".encode())
         return _base64_size(part.size, head, tail) if head and tail else _estimate(part)
@@ -456,6 +453,29 @@ def read(conn: Conn, folder: str, uid: int) -> Reading:
         reading.body_type = text.content_type
     reading.attachments = [(header_of(p), p.content_type, size_of(p)) for p in attached]
     return reading
+
+
+def _parts(conn: Conn, uid: int, text: Part | None, attached: list[Part], *, single: bool, binary: bool) -> _Fetched:
+    """One FETCH of the parts' MIME headers, base64 ends (for sizes) and the start of the text."""
+    wanted: list[str] = []
+    for part in ([text] if text else []) + attached:
+        if not single:
+            wanted.append(f"BODY.PEEK[{part.number}.MIME]")
+        if part is text:
+            continue
+        if part.size <= _SMALL:  # small: fetched whole, its size counted once decoded
+            wanted.append(f"BODY.PEEK[{part.number}]")
+        elif part.encoding == "base64":
+            # Dovecot 2.3's BINARY.SIZE can be wrong; a base64 part's two ends tell its size exactly
+            wanted.append(f"BODY.PEEK[{part.number}]<0.{_PROBE}>")
+            wanted.append(f"BODY.PEEK[{part.number}]<{part.size - _PROBE}.{_PROBE}>")
+    if text is not None:
+        verb = "BINARY.PEEK" if binary else "BODY.PEEK"
+        wanted.append(f"{verb}[{text.number}]<0.{BODY_FETCH_LIMIT}>")
+    if not wanted:
+        return _Fetched(b"")
+    data = _ok(conn.uid("FETCH", str(uid), f"(UID {' '.join(wanted)})"), "fetch the message's parts")
+    return next((f for f in _fetched(data) if f.uid == uid), _Fetched(b""))
 
 
 def message_size(conn: Conn, folder: str, uid: int) -> int:

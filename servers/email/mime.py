@@ -14,11 +14,11 @@ import datetime as dt
 import html
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesHeaderParser, BytesParser
 from email.utils import format_datetime, getaddresses
+from typing import TYPE_CHECKING
 
 from servers.email import headers
 from servers.email.drafts import Draft, format_address
@@ -27,7 +27,17 @@ from servers.email.models import Attachment, Message, MessageSummary
 if TYPE_CHECKING:
     from servers.email.imap import Reading
 
-__all__ = ["BODY_LIMIT", "AttachmentData", "assemble", "cap_body", "fixture_message", "render", "safe_attachments", "summarize"]
+__all__ = [
+    "BODY_LIMIT",
+    "AttachmentData",
+    "assemble",
+    "cap_body",
+    "fixture_message",
+    "render",
+    "safe_attachments",
+    "summarize",
+    "transfer_decode",
+]
 
 BODY_LIMIT = 100_000
 """Characters of a message's text that read_email returns; longer text is cut, with a note saying so."""
@@ -87,19 +97,22 @@ def render(
     whose header block differs from the headers set (an injection the generator let through).
     """
     safe = safe_attachments(attachments)
-    message = _build(
-        sender=sender,
-        to=draft.to,
-        cc=draft.cc,
-        reply_to=(),
-        subject=draft.subject,
-        date=date,
-        message_id=message_id,
-        in_reply_to=draft.in_reply_to,
-        references=draft.references,
-        body=draft.body,
-        attachments=safe,
-    )
+    try:
+        message = _build(
+            sender=sender,
+            to=draft.to,
+            cc=draft.cc,
+            reply_to=(),
+            subject=draft.subject,
+            date=date,
+            message_id=message_id,
+            in_reply_to=draft.in_reply_to,
+            references=draft.references,
+            body=draft.body,
+            attachments=safe,
+        )
+    except ValueError as exc:  # the email package's own refusals (a raw line break, a bad address part)
+        raise headers.UnsafeMessage(f"The message could not be composed safely ({exc}); nothing was sent") from None
     raw = headers.serialize(message)
     headers.verify(raw, headers=list(message.keys()), attachments=len(safe))
     return raw
@@ -145,7 +158,7 @@ def attachments_of(raw: bytes) -> list[AttachmentData]:
             data = payload if isinstance(payload, bytes) else b""
             try:
                 name = part.get_filename()
-            except Exception:  # noqa: BLE001 - a hostile filename parameter
+            except Exception:
                 name = None
             found.append((name or "attachment", part.get_content_type(), data))
     return found
@@ -160,18 +173,23 @@ def _raw(msg: EmailMessage, name: str) -> str | None:
 
 
 def _addresses(msg: EmailMessage, name: str) -> list[str]:
-    """The addresses of a header, each ``Name <address>`` with the name cleaned; hostile headers never raise."""
-    try:
-        header = msg.get(name)
-        if header is None:
-            return []
-        found = getattr(header, "addresses", None)
-        if found is not None:
-            pairs = [(a.display_name, a.addr_spec) for a in found]
-        else:
-            pairs = getaddresses([str(header)])
-    except Exception:  # noqa: BLE001 - e.g. an encoded line break in a display name: read it raw
-        pairs = [(headers.decoded(n), a) for n, a in getaddresses([_raw(msg, name) or ""])]
+    """The addresses of a header, each ``Name <address>`` with the name cleaned; hostile headers never raise.
+
+    A header with encoded words is read by :func:`_hostile_addresses`: the email package decodes an
+    encoded word inside a display name and then splits on what it decoded (an "@", a ",").
+    """
+    raw = _raw(msg, name)
+    if raw is None:
+        return []
+    if "=?" in raw:
+        pairs = _hostile_addresses(raw)
+    else:
+        try:
+            header = msg.get(name)
+            found = getattr(header, "addresses", None)
+            pairs = [(a.display_name, a.addr_spec) for a in found] if found is not None else getaddresses([raw])
+        except Exception:
+            pairs = _hostile_addresses(raw)
     return [
         format_address(headers.clean(n, limit=200), headers.clean(a, limit=254))
         for n, a in pairs
@@ -179,10 +197,30 @@ def _addresses(msg: EmailMessage, name: str) -> list[str]:
     ]
 
 
+_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+
+
+def _hostile_addresses(raw: str) -> list[tuple[str, str]]:
+    """The addresses of a header the email package refused: each encoded word decoded, cleaned and quoted first.
+
+    So a display name that decodes to a line break, an "@" or a "," stays one display name.
+    """
+
+    def quoted(found: re.Match[str]) -> str:
+        return '"' + headers.clean(headers.decoded(found.group(0))).replace("\\", "").replace('"', "'") + '"'
+
+    tamed = _ENCODED_WORD.sub(quoted, headers.one_line(raw))
+    try:
+        found = getattr(policy.default.header_factory("to", tamed), "addresses", ())
+        return [(a.display_name, a.addr_spec) for a in found]
+    except Exception:
+        return getaddresses([tamed])
+
+
 def _date(msg: EmailMessage) -> dt.datetime | None:
     try:
         value = getattr(msg.get("Date"), "datetime", None)
-    except Exception:  # noqa: BLE001 - an unreadable Date is no date
+    except Exception:
         return None
     if not isinstance(value, dt.datetime):
         return None
@@ -193,7 +231,7 @@ def _text(msg: EmailMessage, name: str, *, limit: int = 998) -> str:
     try:
         header = msg.get(name)
         value = str(header) if header is not None else ""
-    except Exception:  # noqa: BLE001 - hostile header: read it raw
+    except Exception:
         value = _raw(msg, name) or ""
     return headers.clean(value, limit=limit)
 
@@ -247,9 +285,11 @@ def assemble(reading: Reading, *, message_id: str, folder: str, unread: bool) ->
         part = _headers(part_header)
         try:
             name = part.get_filename()
-        except Exception:  # noqa: BLE001 - a hostile filename parameter
+        except Exception:
             name = None
-        attachments.append(Attachment(filename=headers.clean(name or "attachment", limit=255), content_type=content_type, size=size))
+        attachments.append(
+            Attachment(filename=headers.clean(name or "attachment", limit=255), content_type=content_type, size=size)
+        )
     refs = headers.msg_ids(_raw(msg, "References") or "", keep=100)
     in_reply_to = headers.msg_ids(_raw(msg, "In-Reply-To") or "")
     own_id = headers.msg_ids(_raw(msg, "Message-ID") or "")
@@ -267,7 +307,7 @@ def assemble(reading: Reading, *, message_id: str, folder: str, unread: bool) ->
     )
 
 
-def _transfer_decode(data: bytes, encoding: str | None) -> bytes:
+def transfer_decode(data: bytes, encoding: str | None) -> bytes:
     """The start of a part, decoded from its transfer encoding (a cut at the end is tolerated)."""
     try:
         if encoding == "base64":
@@ -288,9 +328,9 @@ def _body(reading: Reading) -> str:
     try:
         charset = part.get_content_charset() or "us-ascii"
         codecs.lookup(charset)
-    except (LookupError, Exception):  # noqa: BLE001 - an unknown or hostile charset
+    except (LookupError, Exception):
         charset = "utf-8"
-    data = _transfer_decode(reading.body, reading.body_encoding)
+    data = transfer_decode(reading.body, reading.body_encoding)
     more = len(reading.body) >= BODY_FETCH_LIMIT
     text = codecs.getincrementaldecoder(charset)(errors="replace").decode(data, final=not more)
     text = text.replace("\0", "\ufffd")

@@ -49,7 +49,7 @@ def contained(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
 tools: Toolbox[MailBackend] = Toolbox("email")
 
-_NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
+_NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"  # one line: no C0/C1 control, no Unicode line break
 
 Address = Annotated[
     str,
