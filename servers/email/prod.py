@@ -19,7 +19,7 @@ import aiosmtplib
 import anyio
 
 from openenv_mcp import BackendUnavailable, ConfigError, OpenEnvError, ToolFailed
-from servers.email import imap
+from servers.email import headers, imap
 from servers.email.backends import Query, split_id
 from servers.email.drafts import Draft, check_address, format_address
 from servers.email.mime import AttachmentData, assemble, attachments_of, render, safe_attachments
@@ -44,6 +44,12 @@ class ProdMailbox:
             self._owner = check_address(settings.from_address)
         except ValueError as exc:
             raise ConfigError(f"EMAIL_FROM_ADDRESS is invalid: {exc}") from None
+        if settings.from_name is not None:
+            try:
+                headers.check("display name", settings.from_name, limit=200)
+            except ToolFailed as exc:
+                reason = exc.message.split(";")[0]
+                raise ConfigError(f"EMAIL_FROM_NAME must be one line of plain text: {reason}") from None
         if settings.smtp_username and settings.smtp_password is None:
             raise ConfigError("EMAIL_SMTP_USERNAME is set without EMAIL_SMTP_PASSWORD; set both or neither")
         self._settings = settings

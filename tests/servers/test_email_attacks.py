@@ -678,3 +678,20 @@ def test_the_serializer_refuses_what_the_generator_lets_through() -> None:
     )
     with pytest.raises(UnsafeMessage, match="other headers than it should"):
         render(raw_bcc, sender=OWNER, date=date, message_id="<x@northwind.example>")
+
+
+def test_an_operators_display_name_with_an_encoded_line_break_stops_the_start() -> None:
+    from openenv_mcp import ConfigError
+    from servers.email.prod import ProdMailbox
+    from servers.email.settings import EmailSettings
+
+    settings = EmailSettings(
+        from_address=OWNER,
+        from_name="=?utf-8?q?Alex=0D=0ABcc=3A_inj@evil.example?=",
+        smtp_host="127.0.0.1",
+        imap_host="127.0.0.1",
+        imap_username="alex",
+        imap_password="x",  # type: ignore[arg-type]
+    )
+    with pytest.raises(ConfigError, match="EMAIL_FROM_NAME must be one line"):
+        ProdMailbox(settings)
