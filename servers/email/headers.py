@@ -122,8 +122,11 @@ def one_line(text: str) -> str:
 
 
 def clean(value: str, *, limit: int = 998) -> str:
-    """An inbound header value made safe to show and to emit again: one line, decoded, capped. Never raises."""
-    text = one_line(value)
+    """An inbound header value made safe to show and to emit again: one line, decoded, capped. Never raises.
+
+    Only the first ``4 * limit`` characters are looked at, so a huge hostile header costs little.
+    """
+    text = one_line(value[: 4 * limit])
     for _ in range(_LAYERS):
         nxt = one_line(decoded(text))
         if nxt == text:

@@ -228,12 +228,8 @@ def _date(msg: EmailMessage) -> dt.datetime | None:
 
 
 def _text(msg: EmailMessage, name: str, *, limit: int = 998) -> str:
-    try:
-        header = msg.get(name)
-        value = str(header) if header is not None else ""
-    except Exception:
-        value = _raw(msg, name) or ""
-    return headers.clean(value, limit=limit)
+    """A one-line header (Subject): read raw and decoded by :func:`headers.clean`, which looks at a bounded part."""
+    return headers.clean(_raw(msg, name) or "", limit=limit)
 
 
 def _head(msg: EmailMessage, *, message_id: str, folder: str, unread: bool, has_attachments: bool) -> dict[str, object]:

@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from email import policy
 from email.parser import BytesParser
@@ -29,7 +30,7 @@ import pytest
 from servers.email import environment
 from servers.email.sim import fixture
 from tests.email_services import Dovecot, SmtpServer, dovecot, smtp_server
-from tests.support import LiveServer, free_port, live_server, wait_http
+from tests.support import LiveServer, live_server, wait_for, wait_http
 
 OWNER = fixture().owner
 EVIL = "inj@evil.example"
@@ -545,16 +546,27 @@ def test_prod_reading_a_40_mb_attachment_does_not_load_it(request: pytest.Fixtur
         conn.logout()
         del raw
         assert typ == "OK"
-        port = free_port()
         env = {**os.environ, **_prod_env(imap, smtp)}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_mcp.cli", "serve", "email", "--mode", "prod", "--port", str(port)],
+        process = subprocess.Popen(  # port 0: the server picks a free one and logs it (no race for a port)
+            [sys.executable, "-m", "openenv_mcp.cli", "serve", "email", "--mode", "prod", "--port", "0"],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        logged: list[str] = []
+
+        def drain() -> None:  # keep reading the log, so the pipe never fills
+            assert process.stderr is not None
+            for line in process.stderr:
+                logged.append(line)
+
+        threading.Thread(target=drain, daemon=True).start()
         try:
-            url = f"http://127.0.0.1:{port}"
+            wait_for(lambda: any("running on" in line for line in logged) or process.poll() is not None, "the server")
+            started = next((line for line in logged if "running on" in line), None)
+            assert started is not None, "".join(logged)
+            url = started.split("running on ", 1)[1].split()[0].rstrip("/")
             wait_http(f"{url}/healthz")
             warm = mcp(f"{url}/mcp", [("list_emails", {"limit": 3}), ("read_email", {"message_id": "INBOX/1"})])
             assert not any(a["error"] for a in warm)
