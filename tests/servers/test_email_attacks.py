@@ -561,7 +561,8 @@ def test_prod_reading_a_40_mb_attachment_does_not_load_it(request: pytest.Fixtur
             for line in process.stderr:
                 logged.append(line)
 
-        threading.Thread(target=drain, daemon=True).start()
+        drainer = threading.Thread(target=drain, daemon=True)
+        drainer.start()
         try:
             wait_for(lambda: any("running on" in line for line in logged) or process.poll() is not None, "the server")
             started = next((line for line in logged if "running on" in line), None)
@@ -577,6 +578,9 @@ def test_prod_reading_a_40_mb_attachment_does_not_load_it(request: pytest.Fixtur
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=20)
+            drainer.join(timeout=10)
+            assert process.stderr is not None
+            process.stderr.close()
     for answer in answers:
         assert not answer["error"], answer["text"]
         assert answer["data"]["attachments"] == [
