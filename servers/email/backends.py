@@ -10,6 +10,7 @@ the fixture the way an IMAP server does when the fixture is appended in order, s
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,6 +19,8 @@ from servers.email.drafts import Draft
 from servers.email.models import Folder, Message, MessageList, SentMessage
 
 __all__ = ["MailBackend", "Query", "folder_order", "split_id"]
+
+_UID = re.compile(r"[0-9]{1,10}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,8 @@ class MailBackend(Protocol):
 def split_id(message_id: str) -> tuple[str, int]:
     """``"INBOX/12"`` -> ``("INBOX", 12)``; anything else is a tool error that shows the format."""
     folder, _, uid = message_id.strip().rpartition("/")
-    if not folder or not uid.isdigit() or int(uid) < 1:
+    # ASCII digits only: "²".isdigit() is true and int("²") a ValueError; UIDs are 32-bit (RFC 3501)
+    if not folder or not _UID.fullmatch(uid) or not 1 <= int(uid) <= 0xFFFFFFFF:
         raise ToolFailed(
             f"No message {message_id!r}: ids look like 'INBOX/12' (folder/uid), as list_emails and "
             "search_emails return them"

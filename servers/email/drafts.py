@@ -11,12 +11,16 @@ from dataclasses import dataclass
 from email.utils import format_datetime, getaddresses
 
 from openenv_mcp import ToolFailed
+from servers.email import headers
 from servers.email.models import Attachment, Message
 
 __all__ = [
+    "MAX_RECIPIENTS",
     "Draft",
     "address_of",
     "check_address",
+    "check_body",
+    "compose",
     "format_address",
     "forward",
     "forward_subject",
@@ -31,6 +35,9 @@ _ADDRESS = re.compile(
 _SPECIALS = re.compile(r'[()<>\[\]:;@\\,."]')
 _PREFIX = re.compile(r"^\s*(?:re|fwd?|aw|wg|sv)\s*:\s*", re.IGNORECASE)
 
+MAX_RECIPIENTS = 50
+"""The most addresses one message goes to, To and Cc together (every envelope recipient), for every tool."""
+
 
 def check_address(value: str) -> str:
     """Validate a bare email address (``name@example.com``); the error says what is expected."""
@@ -44,6 +51,7 @@ def format_address(name: str | None, address: str) -> str:
     """``Name <address>``, quoting the name when it needs it; the bare address without a name."""
     if not name:
         return address
+    name = name.replace("=?", "= ?")  # a display name never carries an encoded word of its own making
     if _SPECIALS.search(name):
         name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return f"{name} <{address}>"
@@ -84,6 +92,14 @@ class Draft:
     references: tuple[str, ...] = ()
     forward_of: Message | None = None
 
+    def __post_init__(self) -> None:
+        count = len(self.recipients)
+        if count > MAX_RECIPIENTS:
+            raise ToolFailed(
+                f"This message would go to {count} addresses (To and Cc together); one message may go to at "
+                f"most {MAX_RECIPIENTS}. Send fewer, or split the recipients over several messages; nothing was sent"
+            )
+
     @property
     def kind(self) -> str:
         return "forward" if self.forward_of is not None else "reply" if self.in_reply_to else "send"
@@ -95,7 +111,43 @@ class Draft:
 
     @property
     def attachments(self) -> list[Attachment]:
-        return list(self.forward_of.attachments) if self.forward_of is not None else []
+        if self.forward_of is None:
+            return []
+        return [
+            a.model_copy(update={"filename": headers.clean_filename(a.filename)}) for a in self.forward_of.attachments
+        ]
+
+
+def check_body(field: str, text: str) -> str:
+    """A body the agent wrote: any text but NUL and unpaired surrogates (which no mail can carry)."""
+    for char in text:
+        if char == "\0" or 0xD800 <= ord(char) <= 0xDFFF:
+            raise ToolFailed(
+                f"The {field} holds U+{ord(char):04X}, which mail cannot carry; remove it and try again; "
+                "nothing was sent"
+            )
+    return text
+
+
+def compose(*, to: list[str], cc: list[str], subject: str, body: str) -> Draft:
+    """A new message from the agent's fields: the subject checked after decoding (see :mod:`.headers`)."""
+    subject = headers.check("subject", subject, limit=500)
+    return Draft(to=tuple(to), cc=tuple(cc), subject=subject, body=check_body("body", body), text=body)
+
+
+def _inbound(formatted: str, message: Message, field: str) -> str:
+    """An address from an inbound header, fit to emit: a valid bare address, its display name cleaned."""
+    pairs = getaddresses([formatted])
+    name, address = pairs[0] if pairs else ("", "")
+    try:
+        address = check_address(address)
+    except ValueError:
+        shown = headers.clean(formatted, limit=80)
+        raise ToolFailed(
+            f"Message {message.id!r} names {shown!r} in its {field}, which is not an address mail can be sent to; "
+            "write to the people you mean with send_email"
+        ) from None
+    return format_address(headers.clean(name, limit=200), address)
 
 
 def _unique(addresses: list[str], exclude: set[str]) -> list[str]:
@@ -116,26 +168,35 @@ def reply(original: Message, *, me: str, body: str, reply_all: bool) -> Draft:
     """
     me = me.lower()
     if address_of(original.from_) == me:
-        primary, others_to = list(original.to), []
+        primary, others_to = [(a, "To") for a in original.to], []
     else:
-        primary, others_to = list(original.reply_to or [original.from_]), list(original.to)
+        field = "Reply-To" if original.reply_to else "From"
+        primary = [(a, field) for a in original.reply_to or [original.from_]]
+        others_to = [(a, "To") for a in original.to]
+    wanted = primary + (others_to + [(a, "Cc") for a in original.cc] if reply_all else [])
+    if len({address_of(a) for a, _ in wanted} - {me}) > MAX_RECIPIENTS:
+        raise ToolFailed(
+            f"A reply to {original.id!r} would go to {len(wanted)} addresses (its "
+            f"{'/'.join(sorted({f for _, f in wanted}))}); one message may go to at most {MAX_RECIPIENTS}. "
+            "Write to the people you mean with send_email; nothing was sent"
+        )
+    checked = {a: _inbound(a, original, f) for a, f in wanted}
     seen = {me}
-    to = _unique(primary + (others_to if reply_all else []), seen)
-    cc = _unique(list(original.cc), seen) if reply_all else []
+    to = _unique([checked[a] for a, _ in primary + (others_to if reply_all else [])], seen)
+    cc = _unique([checked[a] for a in original.cc], seen) if reply_all else []
     if not to and not cc:
         raise ToolFailed(f"Message {original.id!r} has nobody to reply to but you; use send_email instead")
     if not to:
         to, cc = cc[:1], cc[1:]
-    references = list(original.references)
-    if original.message_id and original.message_id not in references:
-        references.append(original.message_id)
+    own = headers.msg_ids(original.message_id or "")
+    references = headers.msg_ids(" ".join([*original.references, *own]))
     return Draft(
         to=tuple(to),
         cc=tuple(cc),
-        subject=reply_subject(original.subject),
-        body=body,
+        subject=reply_subject(headers.clean(original.subject, limit=900)),
+        body=check_body("body", body),
         text=body,
-        in_reply_to=original.message_id,
+        in_reply_to=own[0] if own else None,
         references=tuple(references),
     )
 
@@ -144,20 +205,20 @@ def forward(original: Message, *, to: list[str], note: str) -> Draft:
     """``original`` forwarded to ``to``: the note, then the original's headers and body; its attachments travel."""
     header = [
         "---------- Forwarded message ---------",
-        f"From: {original.from_}",
+        f"From: {headers.clean(original.from_)}",
         f"Date: {format_datetime(original.date) if original.date else '(unknown)'}",
-        f"Subject: {original.subject}",
-        f"To: {', '.join(original.to)}",
+        f"Subject: {headers.clean(original.subject)}",
+        f"To: {headers.clean(', '.join(original.to), limit=5000)}",
     ]
     if original.cc:
-        header.append(f"Cc: {', '.join(original.cc)}")
-    body = "\n".join(header) + "\n\n" + original.body
+        header.append(f"Cc: {headers.clean(', '.join(original.cc), limit=5000)}")
+    body = "\n".join(header) + "\n\n" + original.body.replace("\0", "\ufffd")
     if note.strip():
-        body = note.rstrip() + "\n\n" + body
+        body = check_body("note", note).rstrip() + "\n\n" + body
     return Draft(
         to=tuple(dict.fromkeys(to)),
         cc=(),
-        subject=forward_subject(original.subject),
+        subject=forward_subject(headers.clean(original.subject, limit=900)),
         body=body,
         text=note,
         forward_of=original,

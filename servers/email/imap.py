@@ -19,6 +19,7 @@ import datetime as dt
 import imaplib
 import logging
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,11 +29,16 @@ import anyio.to_thread
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from servers.email.backends import Query, folder_order
-from servers.email.mime import summarize
+from servers.email.mime import BODY_FETCH_LIMIT, summarize, transfer_decode
 from servers.email.models import MessageSummary
 from servers.email.settings import EmailSettings
+from servers.email.structure import Part, base64_size, estimate, parts_of, text_part
 
-__all__ = ["ImapPool", "criteria", "decode_folder", "encode_folder", "mailbox_name"]
+__all__ = ["ImapPool", "Reading", "criteria", "decode_folder", "encode_folder", "mailbox_name", "read"]
+
+HEADER_LIMIT = 128 * 1024
+"""Bytes of a message's header block fetched to list or read it (a longer block is cut: hostile or broken)."""
+
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +47,12 @@ Conn = imaplib.IMAP4
 
 _LIST = re.compile(rb'^\((?P<flags>[^)]*)\) (?P<delim>"(?:[^"\\]|\\.)*"|NIL) (?P<name>.*)$')
 _FETCH_START = re.compile(rb"^\d+ \(")
-_LITERAL_KEY = re.compile(rb"(BODY\[[^\]]*\])(?:<\d+>)? \{\d+\}$")
+_LITERAL_KEY = re.compile(rb"((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ~?\{\d+\}$")
+_LITERAL_TAIL = re.compile(rb"~?\{\d+\}$")
+_INLINE_ITEM = re.compile(rb'((?:BODY|BINARY)\[[^\]]*\](?:<\d+>)?) ("(?:[^"\\]|\\.)*"|NIL)')
+_PROBE = 160  # bytes read at each end of a base64 part to work out its decoded size
+_SMALL = 8192  # attachments up to this size are fetched whole to tell their decoded size
+_RFC822_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 _UID = re.compile(rb"[( ]UID (\d+)")
 _FLAGS = re.compile(rb"FLAGS \(([^)]*)\)")
 _ATTACHMENT = re.compile(rb'\("attachment"', re.IGNORECASE)
@@ -149,16 +160,25 @@ class _Fetched:
 
 
 def _fetched(data: list[Any]) -> list[_Fetched]:
-    """Group imaplib's FETCH answer per message: its text, and its literals keyed by item name."""
+    """Group imaplib's FETCH answer per message: its text, and its body items keyed by name.
+
+    A literal that is not a body item (a filename in BODYSTRUCTURE, say) is put back into the
+    text as a quoted string, so the text parses as one expression.
+    """
     groups: list[_Fetched] = []
     for item in data:
         if isinstance(item, tuple):
             prefix, literal = item[0], item[1]
-            if _FETCH_START.match(prefix) or not groups:
-                groups.append(_Fetched(prefix))
-            else:
-                groups[-1].text += prefix
             key = _LITERAL_KEY.search(prefix)
+            if key:
+                text = prefix
+            else:
+                quoted = literal.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+                text = _LITERAL_TAIL.sub(b"", prefix) + b'"' + quoted + b'"'
+            if _FETCH_START.match(prefix) or not groups:
+                groups.append(_Fetched(text))
+            else:
+                groups[-1].text += text
             if key:
                 groups[-1].literals[key.group(1)] = literal
         elif isinstance(item, bytes):
@@ -166,6 +186,11 @@ def _fetched(data: list[Any]) -> list[_Fetched]:
                 groups.append(_Fetched(item))
             else:
                 groups[-1].text += item
+    for group in groups:  # small items may come as quoted strings (or NIL) instead of literals
+        for found in _INLINE_ITEM.finditer(group.text):
+            if found.group(1) not in group.literals:
+                value = found.group(2)
+                group.literals[found.group(1)] = b"" if value == b"NIL" else re.sub(rb"\\(.)", rb"\1", value[1:-1])
     return groups
 
 
@@ -217,12 +242,11 @@ def summaries(conn: Conn, folder: str, uids: list[int]) -> list[MessageSummary]:
     if not uids:
         return []
     wanted = set(uids)
-    data = _ok(
-        conn.uid("FETCH", ",".join(map(str, uids)), "(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER])"), "fetch messages"
-    )
+    items = f"(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER]<0.{HEADER_LIMIT}>)"
+    data = _ok(conn.uid("FETCH", ",".join(map(str, uids)), items), "fetch messages")
     found = []
     for fetched in _fetched(data):
-        uid, header = fetched.uid, fetched.literals.get(b"BODY[HEADER]")
+        uid, header = fetched.uid, fetched.literals.get(b"BODY[HEADER]<0>")
         if uid not in wanted or header is None:
             continue  # an unsolicited update about another message
         found.append(
@@ -235,6 +259,113 @@ def summaries(conn: Conn, folder: str, uids: list[int]) -> list[MessageSummary]:
             )
         )
     return found
+
+
+_CAPABILITIES: weakref.WeakKeyDictionary[Conn, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def capabilities(conn: Conn) -> frozenset[str]:
+    """What the server offers once logged in (asked once per connection)."""
+    known = _CAPABILITIES.get(conn)
+    if known is None:
+        data = _ok(conn.capability(), "list its capabilities")
+        words = b" ".join(d for d in data if isinstance(d, bytes)).decode("ascii", "replace").upper().split()
+        known = _CAPABILITIES[conn] = frozenset(words)
+    return known
+
+
+@dataclass
+class Reading:
+    """What reading one message takes from the server: never the attachments' content.
+
+    ``body`` is the start of the text part (at most ``BODY_FETCH_LIMIT`` bytes), already decoded
+    from its transfer encoding when the server speaks BINARY (RFC 3516), else as stored with
+    ``body_encoding`` saying how to decode it. Attachment sizes are exact for base64 in lines of equal length (what
+    mail software writes), estimated otherwise.
+    """
+
+    header: bytes
+    unread: bool
+    body: bytes = b""
+    body_encoding: str | None = None
+    body_header: bytes = b""
+    body_type: str = "text/plain"
+    attachments: list[tuple[bytes, str, int]] = field(default_factory=list)
+
+
+def read(conn: Conn, folder: str, uid: int) -> Reading:
+    """Read a message's header, the start of its text and its attachments' headers and sizes, not their content."""
+    items = f"(UID FLAGS BODYSTRUCTURE BODY.PEEK[HEADER]<0.{HEADER_LIMIT}>)"
+    data = _ok(conn.uid("FETCH", str(uid), items), "fetch the message")
+    first = next((f for f in _fetched(data) if f.uid == uid and b"BODY[HEADER]<0>" in f.literals), None)
+    if first is None:
+        raise ToolFailed(f"No message '{folder}/{uid}' in folder {folder!r}; list_emails shows its messages")
+    reading = Reading(header=first.literals[b"BODY[HEADER]<0>"], unread=first.unread)
+    parts = parts_of(first.text)
+    single = len(parts) == 1 and parts[0].number == "1" and b'BODYSTRUCTURE ("' in first.text.upper()
+    text = text_part(parts)
+    attached = [p for p in parts if p.disposition == "attachment" and p is not text]
+    binary = "BINARY" in capabilities(conn)
+    try:
+        second = _parts(conn, uid, text, attached, single=single, binary=binary)
+    except ToolFailed:
+        if not binary:
+            raise
+        binary = False  # e.g. [UNKNOWN-CTE]: the server cannot decode the part; take it as stored
+        second = _parts(conn, uid, text, attached, single=single, binary=binary)
+
+    def header_of(part: Part) -> bytes:
+        return reading.header if single else second.literals.get(f"BODY[{part.number}.MIME]".encode(), b"")
+
+    def size_of(part: Part) -> int:
+        whole = second.literals.get(f"BODY[{part.number}]".encode())
+        if whole is not None:
+            return len(transfer_decode(whole, part.encoding))
+        head = second.literals.get(f"BODY[{part.number}]<0>".encode())
+        tail = second.literals.get(f"BODY[{part.number}]<{part.size - _PROBE}>".encode())
+        return base64_size(part.size, head, tail) if head and tail else estimate(part)
+
+    if text is not None:
+        key = f"{'BINARY' if binary else 'BODY'}[{text.number}]<0>".encode()
+        reading.body = second.literals.get(key, b"")
+        reading.body_encoding = None if binary else text.encoding
+        reading.body_header = header_of(text)
+        reading.body_type = text.content_type
+    reading.attachments = [(header_of(p), p.content_type, size_of(p)) for p in attached]
+    return reading
+
+
+def _parts(conn: Conn, uid: int, text: Part | None, attached: list[Part], *, single: bool, binary: bool) -> _Fetched:
+    """One FETCH of the parts' MIME headers, base64 ends (for sizes) and the start of the text."""
+    wanted: list[str] = []
+    for part in ([text] if text else []) + attached:
+        if not single:
+            wanted.append(f"BODY.PEEK[{part.number}.MIME]")
+        if part is text:
+            continue
+        if part.size <= _SMALL:  # small: fetched whole, its size counted once decoded
+            wanted.append(f"BODY.PEEK[{part.number}]")
+        elif part.encoding == "base64":
+            # Dovecot 2.3's BINARY.SIZE can be wrong; a base64 part's two ends tell its size exactly
+            wanted.append(f"BODY.PEEK[{part.number}]<0.{_PROBE}>")
+            wanted.append(f"BODY.PEEK[{part.number}]<{part.size - _PROBE}.{_PROBE}>")
+    if text is not None:
+        verb = "BINARY.PEEK" if binary else "BODY.PEEK"
+        wanted.append(f"{verb}[{text.number}]<0.{BODY_FETCH_LIMIT}>")
+    if not wanted:
+        return _Fetched(b"")
+    data = _ok(conn.uid("FETCH", str(uid), f"(UID {' '.join(wanted)})"), "fetch the message's parts")
+    return next((f for f in _fetched(data) if f.uid == uid), _Fetched(b""))
+
+
+def message_size(conn: Conn, folder: str, uid: int) -> int:
+    """The message's size in octets (RFC822.SIZE); ToolFailed when the folder has no such UID."""
+    data = _ok(conn.uid("FETCH", str(uid), "(UID RFC822.SIZE)"), "fetch the message's size")
+    for fetched in _fetched(data):
+        found = _RFC822_SIZE.search(fetched.text)
+        if fetched.uid == uid and found:
+            return int(found.group(1))
+    raise ToolFailed(f"No message '{folder}/{uid}' in folder {folder!r}; list_emails shows its messages")
 
 
 def fetch_raw(conn: Conn, folder: str, uid: int) -> tuple[bytes, bool]:

@@ -13,23 +13,25 @@ import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from email.message import EmailMessage
 from email.utils import make_msgid
 
 import aiosmtplib
 import anyio
 
 from openenv_mcp import BackendUnavailable, ConfigError, OpenEnvError, ToolFailed
-from servers.email import imap
+from servers.email import headers, imap
 from servers.email.backends import Query, split_id
 from servers.email.drafts import Draft, check_address, format_address
-from servers.email.mime import AttachmentData, attachments_of, parse, render
+from servers.email.mime import AttachmentData, assemble, attachments_of, render, safe_attachments
 from servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
 from servers.email.settings import EmailSettings
 
 __all__ = ["ProdMailbox"]
 
 log = logging.getLogger(__name__)
+
+FORWARD_LIMIT = 25 * 1024 * 1024
+"""The largest message forward_email sends on (its attachments travel whole, so they are read whole)."""
 
 
 class ProdMailbox:
@@ -42,6 +44,12 @@ class ProdMailbox:
             self._owner = check_address(settings.from_address)
         except ValueError as exc:
             raise ConfigError(f"EMAIL_FROM_ADDRESS is invalid: {exc}") from None
+        if settings.from_name is not None:
+            try:
+                headers.check("display name", settings.from_name, limit=200)
+            except ToolFailed as exc:
+                reason = exc.message.split(";")[0]
+                raise ConfigError(f"EMAIL_FROM_NAME must be one line of plain text: {reason}") from None
         if settings.smtp_username and settings.smtp_password is None:
             raise ConfigError("EMAIL_SMTP_USERNAME is set without EMAIL_SMTP_PASSWORD; set both or neither")
         self._settings = settings
@@ -118,11 +126,12 @@ class ProdMailbox:
 
         def work(conn: imap.Conn) -> Message:
             imap.select(conn, folder, readonly=not mark_read)
-            raw, unread = imap.fetch_raw(conn, folder, uid)
+            reading = imap.read(conn, folder, uid)
+            unread = reading.unread
             if mark_read and unread:
                 imap.mark_read(conn, uid)
                 unread = False
-            return parse(raw, message_id=f"{folder}/{uid}", folder=folder, unread=unread)
+            return assemble(reading, message_id=f"{folder}/{uid}", folder=folder, unread=unread)
 
         return await self._imap.run(work)
 
@@ -131,6 +140,12 @@ class ProdMailbox:
 
         def work(conn: imap.Conn) -> bytes:
             imap.select(conn, folder, readonly=True)
+            size = imap.message_size(conn, folder, uid)
+            if size > FORWARD_LIMIT:
+                raise ToolFailed(
+                    f"Message {message_id!r} is {size / 2**20:.1f} MiB; forward_email sends on messages of at most "
+                    f"{FORWARD_LIMIT // 2**20} MiB. Send its recipients a note with send_email instead"
+                )
             return imap.fetch_raw(conn, folder, uid)[0]
 
         return await self._imap.run(work)
@@ -138,12 +153,12 @@ class ProdMailbox:
     async def send(self, draft: Draft) -> SentMessage:
         attachments: list[AttachmentData] = []
         if draft.forward_of is not None:
-            attachments = attachments_of(await self._raw(draft.forward_of.id))
+            attachments = safe_attachments(attachments_of(await self._raw(draft.forward_of.id)))
         date = dt.datetime.now(dt.UTC).replace(microsecond=0)
         message_id = make_msgid(domain=self._owner.rsplit("@", 1)[1])
-        message = render(draft, sender=self._sender, date=date, message_id=message_id, attachments=attachments)
-        await self._deliver(message, draft.recipients)
-        copy_id = await self._file_copy(message, date)
+        raw = render(draft, sender=self._sender, date=date, message_id=message_id, attachments=attachments)
+        await self._deliver(raw, draft.recipients)
+        copy_id = await self._file_copy(raw, message_id, date)
         return SentMessage(
             id=copy_id,
             message_id=message_id,
@@ -189,10 +204,10 @@ class ProdMailbox:
             except (aiosmtplib.SMTPException, OSError):
                 client.close()
 
-    async def _deliver(self, message: EmailMessage, recipients: list[str]) -> None:
+    async def _deliver(self, raw: bytes, recipients: list[str]) -> None:
         async with self._smtp() as smtp:
             try:
-                await smtp.send_message(message, sender=self._owner, recipients=recipients)
+                await smtp.sendmail(self._owner, recipients, raw)
             except aiosmtplib.SMTPRecipientsRefused as exc:
                 refused = "; ".join(f"{r.recipient}: {r.code} {r.message}" for r in exc.recipients)
                 raise ToolFailed(f"The SMTP server refused the recipients ({refused}); nothing was sent") from None
@@ -208,15 +223,15 @@ class ProdMailbox:
             except (aiosmtplib.SMTPException, OSError) as exc:
                 raise BackendUnavailable(f"{self._smtp_where} is unavailable: {_reason(exc)}") from None
 
-    async def _file_copy(self, message: EmailMessage, date: dt.datetime) -> str | None:
+    async def _file_copy(self, raw: bytes, message_id: str, date: dt.datetime) -> str | None:
         if not self._settings.save_sent:
             return None
         folder = self._settings.sent_folder
         try:
-            uid = await self._imap.run(lambda conn: imap.append(conn, folder, message.as_bytes(), date))
+            uid = await self._imap.run(lambda conn: imap.append(conn, folder, raw, date))
         except OpenEnvError as exc:
             # The mail went out; failing the call now would invite the agent to send it twice.
-            log.warning("sent %s but could not file a copy in %r: %s", message["Message-ID"], folder, exc.message)
+            log.warning("sent %s but could not file a copy in %r: %s", message_id, folder, exc.message)
             return None
         return f"{folder}/{uid}" if uid is not None else None
 

@@ -20,6 +20,7 @@ from typing import Any
 from openenv_mcp import Task, ToolFailed
 from servers.email.backends import Query, folder_order, split_id
 from servers.email.drafts import Draft, format_address
+from servers.email.mime import BODY_LIMIT, cap_body
 from servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
 from servers.email.settings import EmailSettings
 
@@ -211,6 +212,8 @@ class SimMailbox:
         if uid > len(pool):
             raise ToolFailed(f"No message {message_id!r} in folder {folder!r}; list_emails shows its messages")
         message = pool[uid - 1].message
+        if len(message.body) > BODY_LIMIT:  # as prod shows it (only sent copies can be this long)
+            message = message.model_copy(update={"body": cap_body(message.body)})
         unread = message.id in self._unread
         if mark_read:
             self._unread.discard(message.id)

@@ -3,27 +3,61 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, ParamSpec, TypeVar
 
 from pydantic import AfterValidator, Field
 
-from openenv_mcp import Toolbox, ToolFailed
-from servers.email import drafts
+from openenv_mcp import OpenEnvError, Toolbox, ToolFailed
+from servers.email import drafts, headers
 from servers.email.backends import MailBackend, Query
 from servers.email.models import FolderList, Message, MessageList, SentMessage
 
 __all__ = ["tools"]
 
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def contained(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn any unexpected exception of a tool into a tool error (logged with its traceback), never a 500.
+
+    Errors of ours (:class:`~openenv_mcp.OpenEnvError`: a tool error, a server down) pass unchanged.
+    """
+
+    @functools.wraps(fn)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except OpenEnvError:
+            raise
+        except Exception as exc:
+            name = getattr(fn, "__name__", "tool")
+            log.exception("email tool %s failed on unexpected input", name)
+            reason = headers.clean(f"{type(exc).__name__}: {exc}", limit=200)
+            raise ToolFailed(
+                f"{name} could not handle this input ({reason}); check the arguments (ids look like "
+                "'INBOX/12', as list_emails gives them) or try another message"
+            ) from None
+
+    return run
+
+
 tools: Toolbox[MailBackend] = Toolbox("email")
 
-_NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
+_NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"  # one line: no C0/C1 control, no Unicode line break
 
 Address = Annotated[
     str,
     Field(max_length=254, json_schema_extra={"format": "email"}),
     AfterValidator(drafts.check_address),
 ]
-Recipients = Annotated[list[Address], Field(min_length=1, max_length=50)]
+Recipients = Annotated[list[Address], Field(min_length=1, max_length=drafts.MAX_RECIPIENTS)]
+Copies = Annotated[list[Address], Field(max_length=drafts.MAX_RECIPIENTS)]
 FolderName = Annotated[str, Field(min_length=1, max_length=200, pattern=_NO_CONTROL)]
 MessageId = Annotated[str, Field(min_length=3, max_length=300, pattern=_NO_CONTROL)]
 Subject = Annotated[str, Field(max_length=500, pattern=_NO_CONTROL)]
@@ -33,12 +67,14 @@ Text = Annotated[str, Field(min_length=1, max_length=200, pattern=_NO_CONTROL)]
 
 
 @tools.tool(title="List Folders", read_only=True, destructive=False, idempotent=True, open_world=False)
+@contained
 async def list_folders(mail: MailBackend) -> FolderList:
     """List the mail folders, with how many messages each holds and how many are unread."""
     return FolderList(folders=await mail.folders())
 
 
 @tools.tool(title="List Emails", read_only=True, destructive=False, idempotent=True, open_world=False)
+@contained
 async def list_emails(
     mail: MailBackend,
     folder: FolderName = "INBOX",
@@ -64,6 +100,7 @@ async def list_emails(
 
 
 @tools.tool(title="Search Emails", read_only=True, destructive=False, idempotent=True, open_world=False)
+@contained
 async def search_emails(
     mail: MailBackend, query: Text, folder: FolderName | None = None, limit: Limit = 20
 ) -> MessageList:
@@ -83,6 +120,7 @@ async def search_emails(
 
 
 @tools.tool(title="Read Email", read_only=False, destructive=False, idempotent=True, open_world=False)
+@contained
 async def read_email(mail: MailBackend, message_id: MessageId) -> Message:
     """Read one message: its headers, plain-text body and attachment list. Marks it read.
 
@@ -93,22 +131,25 @@ async def read_email(mail: MailBackend, message_id: MessageId) -> Message:
 
 
 @tools.tool(title="Send Email", read_only=False, destructive=False, idempotent=False, open_world=True)
+@contained
 async def send_email(
-    mail: MailBackend, to: Recipients, subject: Subject, body: Body, cc: list[Address] | None = None
+    mail: MailBackend, to: Recipients, subject: Subject, body: Body, cc: Copies | None = None
 ) -> SentMessage:
     """Send a new email from the mailbox owner. Sent mail cannot be recalled; a copy is filed in Sent.
 
+    One message goes to at most 50 addresses, To and Cc together.
+
     Args:
         to: Recipients' addresses, e.g. ["ana@example.com"] (bare addresses, at least one).
-        subject: The subject line.
+        subject: The subject line (one line of text).
         body: The message text (plain text).
         cc: Addresses to copy.
     """
-    draft = drafts.Draft(to=tuple(to), cc=tuple(cc or ()), subject=subject, body=body, text=body)
-    return await mail.send(draft)
+    return await mail.send(drafts.compose(to=list(to), cc=list(cc or ()), subject=subject, body=body))
 
 
 @tools.tool(title="Reply to Email", read_only=False, destructive=False, idempotent=False, open_world=True)
+@contained
 async def reply_email(mail: MailBackend, message_id: MessageId, body: Body, reply_all: bool = False) -> SentMessage:
     """Reply to a message, in its thread: "Re:" subject, In-Reply-To and References set. The original is not quoted.
 
@@ -125,6 +166,7 @@ async def reply_email(mail: MailBackend, message_id: MessageId, body: Body, repl
 
 
 @tools.tool(title="Forward Email", read_only=False, destructive=False, idempotent=False, open_world=True)
+@contained
 async def forward_email(mail: MailBackend, message_id: MessageId, to: Recipients, note: Body = "") -> SentMessage:
     """Forward a message with its attachments: "Fwd:" subject, your note above the original headers and body.
 
