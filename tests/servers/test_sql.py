@@ -236,10 +236,12 @@ def test_prod_read_only_holds_even_if_the_session_setting_is_changed(prod_server
         prod_server, "run_query", {"sql": "SELECT set_config('default_transaction_read_only', 'off', false)"}
     )
     assert not flipped["error"]
-    sneaky = mcp_call(
-        prod_server, "run_query", {"sql": "WITH x AS (UPDATE products SET unit_price = 0 RETURNING 1) SELECT 1"}
-    )
-    assert sneaky["error"] and "read-only" in sneaky["text"]
+    for write in [
+        "WITH x AS (UPDATE products SET unit_price = 0 RETURNING 1) SELECT 1",  # refused by the cursor itself
+        "SELECT query_to_xml('UPDATE products SET unit_price = 0 RETURNING 1', true, true, '')",  # by read-only
+    ]:
+        sneaky = mcp_call(prod_server, "run_query", {"sql": write})
+        assert sneaky["error"] and re.search("read-only|data-modifying|non-volatile", sneaky["text"]), sneaky["text"]
     assert mcp_call(prod_server, "run_query", {"sql": "SELECT MIN(unit_price) > 0 FROM products"})["data"]["rows"] == [
         [True]
     ]
