@@ -25,6 +25,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.rollout.cli",
     "openenv_mcp.registry.cli",
     "openenv_mcp.deploy.compose",
+    "openenv_mcp.deploy.doctor",
 )
 
 

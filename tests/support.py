@@ -123,3 +123,18 @@ def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 20.0)
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
     return time.monotonic() - started
+
+
+def mcp_call(server: LiveServer, name: str, arguments: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
+    """One tools/call through the official MCP client, as an agent makes it: error flag, text, structured data."""
+    import anyio
+    from mcp import Client
+
+    async def call() -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            async with Client(server.mcp_url) as client:
+                result = await client.call_tool(name, arguments)
+        text = result.content[0].text if result.content else ""
+        return {"error": result.is_error, "text": text, "data": result.structured_content}
+
+    return anyio.run(call)

@@ -123,6 +123,23 @@ _ATTRIBUTES = {
 
 Connection = psycopg.Connection[Any]
 
+_KINDS = {
+    "locks": "fill the cluster's shared lock table (advisory locks)",
+    "signals": "cancel or terminate other sessions",
+    "state": "change state that outlives a rollback (WAL, transaction ids, large objects, notifications)",
+    "peek": "show other sessions, databases or the cluster",
+}
+
+
+def _kind(proname: str) -> str:
+    if proname.startswith(("pg_advisory", "pg_try_advisory")):
+        return "locks"
+    if proname in _SIGNALS:
+        return "signals"
+    if proname.startswith(("pg_logical", "txid", "pg_current", "pg_notify", "lo")):
+        return "state"
+    return "peek"
+
 
 def harden(conn: Connection, *, database: str, role: str) -> None:
     """Take from ``PUBLIC`` in ``database`` (which ``conn``, a superuser, is connected to) what agents must not
@@ -217,7 +234,7 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         ).fetchone()
         if member and member[0]:
             fix = (
-                f"-- owns database {database}: ALTER DATABASE {db} OWNER TO <an admin role>;"
+                f"ALTER DATABASE {db} OWNER TO CURRENT_USER;"
                 if granted == "pg_database_owner"
                 else f"REVOKE {granted} FROM {who};"
             )
@@ -280,16 +297,21 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         )
 
     functions = conn.execute(
-        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace "
+        "SELECT p.oid::regprocedure::text, p.proname FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace "
         "AND p.proname ~ %s AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1",
         (DANGEROUS_FUNCTIONS, name),
     ).fetchall()
-    for (signature,) in functions:
+    groups: dict[str, list[str]] = {}
+    for signature, proname in functions:
+        groups.setdefault(_KINDS[_kind(proname)], []).append(f"pg_catalog.{signature}")
+    for kind, signatures in groups.items():
+        listed = ", ".join(signatures)
+        shown = ", ".join(s.removeprefix("pg_catalog.") for s in signatures[:4])
+        more = f" and {len(signatures) - 4} more" if len(signatures) > 4 else ""
         findings.append(
             Finding(
-                f"may EXECUTE {signature}",
-                f"REVOKE EXECUTE ON FUNCTION pg_catalog.{signature} FROM PUBLIC; "
-                f"REVOKE EXECUTE ON FUNCTION pg_catalog.{signature} FROM {who};",
+                f"may EXECUTE {len(signatures)} function(s) that {kind} ({shown}{more})",
+                f"REVOKE EXECUTE ON FUNCTION {listed} FROM PUBLIC; REVOKE EXECUTE ON FUNCTION {listed} FROM {who};",
             )
         )
 
@@ -298,12 +320,14 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         "AND has_table_privilege(%s, oid, 'SELECT') ORDER BY 1",
         (list(HIDDEN_RELATIONS), name),
     ).fetchall()
-    for (relation,) in relations:
+    if relations:
+        listed = ", ".join(f"pg_catalog.{row[0]}" for row in relations)
         findings.append(
             Finding(
-                f"may read pg_catalog.{relation} (other sessions, databases or roles)",
-                f"REVOKE SELECT ON pg_catalog.{relation} FROM PUBLIC; GRANT SELECT ON pg_catalog.{relation} "
-                f"TO pg_read_all_stats; REVOKE SELECT ON pg_catalog.{relation} FROM {who};",
+                f"may read {len(relations)} catalog view(s) showing other sessions, databases or roles "
+                f"({', '.join(row[0] for row in relations[:4])}{' ...' if len(relations) > 4 else ''})",
+                f"REVOKE SELECT ON {listed} FROM PUBLIC; GRANT SELECT ON {listed} TO pg_read_all_stats; "
+                f"REVOKE SELECT ON {listed} FROM {who};",
             )
         )
 
@@ -319,7 +343,7 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         findings.append(
             Finding(
                 f"owns {len(owned)} object(s) ({shown}): an owner may change and grant them",
-                f"REASSIGN OWNED BY {who} TO <an admin role>;",
+                f"REASSIGN OWNED BY {who} TO CURRENT_USER;",
             )
         )
     return findings, notes

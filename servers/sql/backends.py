@@ -282,8 +282,3 @@ class PostgresBackend:
             raise database_error(exc, where=self._where, query_error="SQL error") from None
         except (OSError, SQLAlchemyError) as exc:
             raise unavailable(self._where, exc) from None
-        except UnicodeDecodeError:  # a SQL_ASCII database holding bytes that are not UTF-8
-            raise ToolFailed(
-                "SQL error: the result holds text that is not valid UTF-8 (the database's encoding is not UTF8); "
-                "select convert_to(column, 'SQL_ASCII') to see its bytes"
-            ) from None
