@@ -46,7 +46,8 @@ DANGEROUS_FUNCTIONS = (
     r"|pg_stat_get_activity|pg_stat_get_backend_.*|pg_stat_get_progress_info|pg_lock_status|pg_blocking_pids"
     r"|pg_safe_snapshot_blocking_pids|pg_stat_get_db_.*|pg_database_size|pg_tablespace_size|pg_prepared_xact"
     r"|pg_stat_get_wal_senders|pg_stat_get_wal_receiver|pg_stat_get_subscription.*|pg_get_replication_slots"
-    r"|pg_export_snapshot)$"  # other sessions, databases and the cluster
+    r"|pg_export_snapshot|pg_get_userbyid|pg_describe_object|pg_identify_object|pg_identify_object_as_address"
+    r"|pg_get_object_address)$"  # other sessions, databases, roles and the cluster
 )
 _SIGNALS = ("pg_terminate_backend", "pg_cancel_backend")
 # Of those, the ones monitoring reads: granted back to pg_read_all_stats (the signals to pg_signal_backend).
