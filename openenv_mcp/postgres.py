@@ -76,6 +76,7 @@ def _reset(dbapi_connection: Any, record: Any, state: PoolResetState) -> None:
     finally:
         dbapi_connection.autocommit = False
 
+
 # SQLSTATE classes that mean the server is gone or refusing: connection (08), resources (53),
 # operator intervention such as a shutdown (57P).
 _UNAVAILABLE_CLASSES = ("08", "53", "57P")

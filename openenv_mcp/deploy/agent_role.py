@@ -31,9 +31,9 @@ from psycopg import sql
 __all__ = [
     "DANGEROUS_FUNCTIONS",
     "HIDDEN_RELATIONS",
-    "Finding",
     "PREDEFINED_ROLES",
     "ROLE_SETTINGS",
+    "Finding",
     "harden",
     "inspect_role",
 ]

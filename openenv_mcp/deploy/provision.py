@@ -72,9 +72,7 @@ def create_utf8_database(admin: psycopg.Connection[tuple[object, ...]], database
         try:
             admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(name))
         except psycopg.errors.InvalidParameterValue:  # the cluster's default locale cannot hold UTF8
-            admin.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'").format(name)
-            )
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'").format(name))
     elif found[0] != "UTF8":
         raise OpenEnvError(
             f"Database {database} exists with encoding {found[0]}, not UTF8: the servers read its text as UTF-8 "

@@ -134,7 +134,7 @@ def stream_postgres(
     description = probe.cursor.description or ()
     probe.close()
     columns = [str(column[0]) for column in description]
-    types = [int(column[1]) for column in description]
+    types = [int(column[1]) for column in description]  # type: ignore[call-overload]  # psycopg: the type oid
     if not columns:
         return QueryResult(columns=[], rows=[], row_count=0, truncated=False)
     # Values are cut so that one row never exceeds the result's budget, however many columns.

@@ -35,7 +35,7 @@ async def describe_table(db: SqlBackend, table: str) -> TableSchema:
 
 @tools.tool(read_only=True, idempotent=True)
 async def run_query(db: SqlBackend, sql: Sql) -> QueryResult:
-    """Run one read-only SQL query and return its columns and rows (at most max_rows; 'truncated' and 'note' say what was cut).
+    """Run one read-only SQL query and return its columns and rows (at most max_rows; 'note' says what was cut).
 
     Writes, DDL and several statements in one call are refused.
 

@@ -200,9 +200,7 @@ def latency(url: str) -> float:
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_an_attack_changes_nothing_a_superuser_can_see(
-    arena: Arena, name: str, request: pytest.FixtureRequest
-) -> None:
+def test_an_attack_changes_nothing_a_superuser_can_see(arena: Arena, name: str, request: pytest.FixtureRequest) -> None:
     sql = ATTACKS[name].format(agent_pid=arena.agent_pid, admin_pid=arena.admin_pid)
     before = fingerprint(arena)
     answer: dict[str, Any] = {}
