@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
 from openenv_mcp.errors import ToolFailed
 from servers.sql.models import Cell, QueryResult
@@ -127,14 +129,19 @@ def stream_postgres(
     bounded by ``statement_timeout``; fetching stops once ``timeout_ms`` have passed in all.
     """
     started = time.monotonic()
-    probe = conn.execution_options(yield_per=1).exec_driver_sql(query)
-    if not probe.returns_rows:
+    # The driver's own cursor: SQLAlchemy's would fetch a first row, running the query once more.
+    probe = conn.connection.dbapi_connection.cursor("openenv_probe")  # type: ignore[union-attr]
+    try:
+        probe.execute(query)
+        description = probe.description
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(query, None, exc, psycopg.Error) from None
+    finally:
         probe.close()
+    if description is None:
         raise ToolFailed(NO_ROWS)
-    description = probe.cursor.description or ()
-    probe.close()
     columns = [str(column[0]) for column in description]
-    types = [int(column[1]) for column in description]  # type: ignore[call-overload]  # psycopg: the type oid
+    types = [int(column[1]) for column in description]  # type: ignore[arg-type]  # psycopg: the type oid
     if not columns:
         return QueryResult(columns=[], rows=[], row_count=0, truncated=False)
     # Values are cut so that one row never exceeds the result's budget, however many columns.
