@@ -118,26 +118,36 @@ def _bounded(column: str, type_code: int, chars: int) -> str:
     return f"left({column}::text, {chars + 1})"  # json, arrays, xml, ranges, records...: their text form
 
 
+def _execute(conn: Connection, statement: str) -> tuple[Any, list[Any]]:
+    """Run one statement on the driver's cursor, with no parameters (so a '%' in the agent's SQL is
+    just a character); driver errors come out as SQLAlchemy's, like every other query's."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(statement)
+        description = cursor.description
+        return description, (cursor.fetchall() if description is not None else [])
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, psycopg.Error) from None
+    finally:
+        cursor.close()
+
+
 def stream_postgres(
     conn: Connection, query: str, *, limit: int, cell_chars: int, result_chars: int, timeout_ms: int
 ) -> QueryResult:
     """Run ``query`` (one read, already checked) through server-side cursors, within the bounds.
 
-    A first cursor is only declared (PostgreSQL plans the query, runs nothing) to learn the columns
-    and their types; the query is then wrapped so that long values are cut on the server, and its
-    rows fetched in batches sized so that a batch stays within ``result_chars``. Each FETCH is
-    bounded by ``statement_timeout``; fetching stops once ``timeout_ms`` have passed in all.
+    A first cursor is only declared and fetched zero rows from (PostgreSQL plans the query and runs
+    nothing) to learn the columns and their types; the query is then wrapped so that long values are
+    cut on the server, and its rows fetched in batches sized so that a batch stays within
+    ``result_chars``. Each FETCH is bounded by ``statement_timeout``; fetching stops once
+    ``timeout_ms`` have passed in all.
     """
     started = time.monotonic()
-    # The driver's own cursor: SQLAlchemy's would fetch a first row, running the query once more.
-    probe = conn.connection.dbapi_connection.cursor("openenv_probe")  # type: ignore[union-attr]
-    try:
-        probe.execute(query)
-        description = probe.description
-    except psycopg.Error as exc:
-        raise DBAPIError.instance(query, None, exc, psycopg.Error) from None
-    finally:
-        probe.close()
+    # Cursors by SQL (not the driver's server-side cursors, whose cleanup warns once a connection is lost):
+    # they end with the transaction, which the pool rolls back when the call returns.
+    _execute(conn, f"DECLARE openenv_probe NO SCROLL CURSOR FOR {query}\n")
+    description, _ = _execute(conn, "FETCH FORWARD 0 FROM openenv_probe")  # the columns; no row is run
     if description is None:
         raise ToolFailed(NO_ROWS)
     columns = [str(column[0]) for column in description]
@@ -153,12 +163,12 @@ def stream_postgres(
     wide = sum(1 for code in types if code not in _SMALL)
     batch = max(1, min(limit + 1, 500, result_chars // max(1, wide * chars)))
     builder = ResultBuilder(columns, limit=limit, cell_chars=chars, result_chars=result_chars)
-    result = conn.execution_options(yield_per=batch).exec_driver_sql(wrapped)
-    try:
-        while builder.add(fetched := result.fetchmany(batch)) and len(fetched) == batch:
-            if (time.monotonic() - started) * 1000 > timeout_ms:
-                builder.stop(f"fetching stopped after {timeout_ms} ms")
-                break
-    finally:
-        result.close()
+    _execute(conn, f"DECLARE openenv_rows NO SCROLL CURSOR FOR {wrapped}")
+    while True:
+        _, fetched = _execute(conn, f"FETCH FORWARD {batch} FROM openenv_rows")
+        if not builder.add(fetched) or len(fetched) < batch:
+            break
+        if (time.monotonic() - started) * 1000 > timeout_ms:
+            builder.stop(f"fetching stopped after {timeout_ms} ms")
+            break
     return builder.result()
