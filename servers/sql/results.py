@@ -125,7 +125,7 @@ def _execute(conn: Connection, statement: str) -> tuple[Any, list[Any]]:
     try:
         cursor.execute(statement)
         description = cursor.description
-        return description, (cursor.fetchall() if description is not None else [])
+        return description, (list(cursor.fetchall()) if description is not None else [])
     except psycopg.Error as exc:
         raise DBAPIError.instance(statement, None, exc, psycopg.Error) from None
     finally:
@@ -151,7 +151,7 @@ def stream_postgres(
     if description is None:
         raise ToolFailed(NO_ROWS)
     columns = [str(column[0]) for column in description]
-    types = [int(column[1]) for column in description]  # type: ignore[arg-type]  # psycopg: the type oid
+    types = [int(column[1]) for column in description]  # psycopg: the type oid
     if not columns:
         return QueryResult(columns=[], rows=[], row_count=0, truncated=False)
     # Values are cut so that one row never exceeds the result's budget, however many columns.
