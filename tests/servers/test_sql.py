@@ -186,6 +186,7 @@ QUERIES = [
     "SELECT e.first_name, m.first_name FROM employees e JOIN employees m ON e.manager_id = m.employee_id "
     "ORDER BY e.employee_id LIMIT 3",
     "SELECT order_date, shipped_date FROM orders ORDER BY order_id LIMIT 2",
+    "SELECT name, '100%' FROM products WHERE name LIKE '%Beans%' ORDER BY product_id LIMIT 2",  # '%' is no placeholder
 ]
 
 
