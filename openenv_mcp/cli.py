@@ -27,6 +27,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.registry.cli",
     "openenv_mcp.deploy.compose",
     "openenv_mcp.authoring.cli",
+    "openenv_mcp.deploy.doctor",
 )
 
 

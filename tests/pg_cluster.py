@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +44,7 @@ class PgCluster:
     root: Path
     port: int
     setup_seconds: float = 0.0  # initdb and the first start
+    settings: dict[str, str] = field(default_factory=dict)  # extra server settings (-c name=value)
 
     @property
     def data(self) -> Path:
@@ -66,6 +67,7 @@ class PgCluster:
     def start(self) -> None:
         """Start the server on :attr:`port` and wait (bounded) until it accepts connections."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options, "-w", "start")
 
     def stop(self, mode: Literal["smart", "fast", "immediate"] = "fast") -> None:
@@ -91,8 +93,9 @@ def _as_owner() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def pg_cluster() -> Iterator[PgCluster]:
-    """A fresh cluster, started; stopped and deleted afterwards (whatever state the test left it in)."""
+def pg_cluster(settings: dict[str, str] | None = None) -> Iterator[PgCluster]:
+    """A fresh cluster, started with ``settings``; stopped and deleted afterwards (whatever state the test
+    left it in)."""
     bindir = _bindir()
     if bindir is None:
         require_service("PostgreSQL binaries (Debian package postgresql)", FileNotFoundError("initdb"))
@@ -107,7 +110,7 @@ def pg_cluster() -> Iterator[PgCluster]:
         if os.geteuid() == 0:
             owner = pwd.getpwnam(_OWNER)
             os.chown(root, owner.pw_uid, owner.pw_gid)
-        cluster = PgCluster(bindir=bindir, root=root, port=free_port())
+        cluster = PgCluster(bindir=bindir, root=root, port=free_port(), settings=dict(settings or {}))
         started = time.monotonic()
         cluster._run("initdb", "-D", str(cluster.data), "-U", _OWNER, "-A", "trust", "-E", "UTF8", "--no-sync")
         cluster.start()

@@ -211,3 +211,18 @@ def memory_upstream() -> str:
             pytest.fail(reason)
         pytest.skip(reason)
     return str(MEMORY_UPSTREAM)
+
+
+def mcp_call(server: LiveServer, name: str, arguments: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
+    """One tools/call through the official MCP client, as an agent makes it: error flag, text, structured data."""
+    import anyio
+    from mcp import Client
+
+    async def call() -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            async with Client(server.mcp_url) as client:
+                result = await client.call_tool(name, arguments)
+        text = result.content[0].text if result.content else ""
+        return {"error": result.is_error, "text": text, "data": result.structured_content}
+
+    return anyio.run(call)

@@ -104,7 +104,9 @@ def cluster() -> Iterator[PgCluster]:
 
 def in_flight(cluster: PgCluster, query: str) -> bool:
     with psycopg.connect(cluster.url(), autocommit=True, connect_timeout=5) as admin:
-        row = admin.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE query = %s", (query,)).fetchone()
+        # The server fetches through a cursor: the statement running is a FETCH, the wait is the sleep's.
+        assert "pg_sleep" in query
+        row = admin.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'").fetchone()
     return bool(row and row[0])
 
 

@@ -5,11 +5,15 @@
     python -m openenv_mcp.deploy.provision postgres --database sql --reader sql_reader \\
         -- python -m servers.sql.load {url}
 
-Waits (bounded) for the server to accept connections, creates the database if it is missing,
-creates or updates the login role ``--reader`` with the password, runs the loader command
-(``{url}`` becomes the admin URL of the new database) only when the database has no tables
-yet, so running it again changes nothing, then leaves the role SELECT on every table of the
-schema and nothing else. Credentials come from the environment, never the command line.
+Waits (bounded) for the server to accept connections, creates the database if it is missing
+(UTF8, from ``template0``; an existing database in another encoding is refused), creates or
+updates the login role ``--reader`` with the password, runs the loader command (``{url}`` becomes
+the admin URL of the new database) only when the database has no tables yet, so running it again
+changes nothing, then leaves the role SELECT on every table of the schema and nothing else: what
+PostgreSQL grants every role by default and an agent must not have (advisory locks, signalling
+other sessions, WAL messages, other sessions' activity, the cluster's databases and roles) is
+revoked in that database (:mod:`openenv_mcp.deploy.agent_role`). Credentials come from the
+environment, never the command line.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from openenv_mcp.deploy.agent_role import harden
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.settings import load_settings
 
-__all__ = ["ProvisionSettings", "main", "provision_postgres"]
+__all__ = ["ProvisionSettings", "create_utf8_database", "main", "provision_postgres"]
 
 
 class ProvisionSettings(BaseSettings):
@@ -56,6 +61,26 @@ def _connect(url: str, *, wait: float) -> psycopg.Connection[tuple[object, ...]]
             time.sleep(1.0)
 
 
+def create_utf8_database(admin: psycopg.Connection[tuple[object, ...]], database: str) -> None:
+    """Create ``database`` in UTF8 (from ``template0``, whatever ``template1``'s encoding), or check that the
+    existing one is UTF8: a SQL_ASCII database stores bytes unchecked and hands clients bytes, not text."""
+    found = admin.execute(
+        "SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = %s", (database,)
+    ).fetchone()
+    if found is None:
+        name = sql.Identifier(database)
+        try:
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(name))
+        except psycopg.errors.InvalidParameterValue:  # the cluster's default locale cannot hold UTF8
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'").format(name))
+    elif found[0] != "UTF8":
+        raise OpenEnvError(
+            f"Database {database} exists with encoding {found[0]}, not UTF8: the servers read its text as UTF-8 "
+            f"and non-UTF-8 bytes in it fail the queries that meet them. Dump it, DROP DATABASE {database}, run "
+            "this again (it creates the database with TEMPLATE template0 ENCODING 'UTF8') and restore the dump"
+        )
+
+
 def provision_postgres(
     admin_url: str,
     *,
@@ -73,14 +98,12 @@ def provision_postgres(
     """
     base = make_url(admin_url).set(drivername="postgresql")
     with _connect(base.render_as_string(hide_password=False), wait=wait) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+        create_utf8_database(admin, database)
         role, password = sql.Identifier(reader), sql.Literal(reader_password)
         verb = "ALTER" if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (reader,)).fetchone() else "CREATE"
         admin.execute(
             sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}").format(role, password)
         )
-        admin.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(database), role))
     target = base.set(database=database).render_as_string(hide_password=False)
     with _connect(target, wait=wait) as conn:
         tables = conn.execute(
@@ -97,6 +120,7 @@ def provision_postgres(
         conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(ident))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(ident, role))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(ident, role))
+        harden(conn, database=database, role=reader)
     return ran
 
 
@@ -127,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"provision: {message}", file=sys.stderr)
         return 1
     state = "loaded" if ran else "already loaded" if loader else "ready (no loader)"
-    print(f"provision: database {args.database} {state}; role {args.reader} may SELECT only")
+    print(f"provision: database {args.database} (UTF8) {state}; role {args.reader} may SELECT only")
     return 0
 
 

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from openenv_mcp.postgres import database_error, sqlstate, unavailable
+from openenv_mcp.postgres import database_error, open_engine, sqlstate, unavailable
 from servers.search.corpus import Record, corpus
 from servers.search.models import CollectionInfo, Document, Hit
 from servers.search.query import ParsedQuery
@@ -276,13 +276,7 @@ class PostgresSearchBackend:
                 f"SEARCH_DATABASE_URL must be a postgresql:// or sphinx:// URL, not {url.get_backend_name()}://"
             )
         url = url.set(drivername="postgresql+psycopg")
-        options = f"-c statement_timeout={settings.statement_timeout_ms} -c default_transaction_read_only=on"
-        engine = create_async_engine(
-            url,
-            pool_size=settings.pool_size,
-            pool_pre_ping=True,
-            connect_args={"options": options, "connect_timeout": 5},
-        )
+        engine = open_engine(url, statement_timeout_ms=settings.statement_timeout_ms, pool_size=settings.pool_size)
         return cls(engine, settings, url.render_as_string(hide_password=True))
 
     async def ping(self) -> None:

@@ -8,13 +8,11 @@ Read-only is enforced three times: the lexical guard, the engine (SQLite's autho
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from decimal import Decimal
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, Protocol, TypeVar
 
@@ -22,13 +20,14 @@ import anyio.to_thread
 from sqlalchemy import Connection, create_engine, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from openenv_mcp.errors import ConfigError, ToolFailed
-from openenv_mcp.postgres import database_error, unavailable
-from servers.sql.models import Cell, Column, ForeignKey, QueryResult, TableSchema
+from openenv_mcp.postgres import database_error, open_engine, unavailable
+from servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from servers.sql.readonly import single_read_statement
+from servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
 from servers.sql.settings import SqlSettings
 
 __all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_sql"]
@@ -75,33 +74,6 @@ def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
     except NoSuchTableError:
         raise ToolFailed(f"No table {table!r}") from None
     return TableSchema(table=table, columns=columns, foreign_keys=foreign)
-
-
-def _query(conn: Connection, sql: str, limit: int) -> QueryResult:
-    result = conn.exec_driver_sql(single_read_statement(sql))
-    if not result.returns_rows:
-        raise ToolFailed("The statement returned no rows; use SELECT, WITH or VALUES")
-    columns = list(result.keys())
-    fetched = result.fetchmany(limit + 1)
-    result.close()
-    return _result(columns, fetched, limit)
-
-
-def _result(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) -> QueryResult:
-    rows = [[_cell(value) for value in row] for row in fetched[:limit]]
-    return QueryResult(columns=columns, rows=rows, row_count=len(rows), truncated=len(fetched) > limit)
-
-
-def _cell(value: Any) -> Cell:
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    return str(value)
 
 
 # sim: SQLite ---------------------------------------------------------------------------------
@@ -221,9 +193,16 @@ class SqliteBackend:
         cursor = self._raw.execute(single_read_statement(sql))
         try:
             if cursor.description is None:
-                raise ToolFailed("The statement returned no rows; use SELECT, WITH or VALUES")
-            columns = [column[0] for column in cursor.description]
-            return _result(columns, cursor.fetchmany(limit + 1), limit)
+                raise ToolFailed(NO_ROWS)
+            settings = self._settings
+            builder = ResultBuilder(
+                [column[0] for column in cursor.description],
+                limit=limit,
+                cell_chars=settings.max_cell_chars,
+                result_chars=settings.max_result_chars,
+            )
+            builder.add(cursor.fetchmany(limit + 1))
+            return builder.result()
         finally:
             cursor.close()
 
@@ -265,12 +244,10 @@ class PostgresBackend:
         if url.get_backend_name() != "postgresql":
             raise ConfigError(f"SQL_DATABASE_URL must be a postgresql:// URL, not {url.get_backend_name()}://")
         url = url.set(drivername="postgresql+psycopg")
-        options = f"-c statement_timeout={settings.statement_timeout_ms} -c default_transaction_read_only=on"
-        engine = create_async_engine(
+        engine = open_engine(
             url,
+            statement_timeout_ms=settings.statement_timeout_ms,
             pool_size=settings.pool_size,
-            pool_pre_ping=True,
-            connect_args={"options": options, "connect_timeout": 5},
             execution_options={"postgresql_readonly": True},
         )
         where = url.render_as_string(hide_password=True)
@@ -289,7 +266,17 @@ class PostgresBackend:
         return await self._run(lambda conn: _describe(conn, table, self._settings.db_schema))
 
     async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
-        return await self._run(lambda conn: _query(conn, sql, limit or self._settings.max_rows))
+        query, settings = single_read_statement(sql), self._settings
+        return await self._run(
+            lambda conn: stream_postgres(
+                conn,
+                query,
+                limit=limit or settings.max_rows,
+                cell_chars=settings.max_cell_chars,
+                result_chars=settings.max_result_chars,
+                timeout_ms=settings.statement_timeout_ms,
+            )
+        )
 
     async def _run(self, work: Callable[[Connection], T]) -> T:
         try:

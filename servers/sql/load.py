@@ -2,8 +2,9 @@
 
     python -m servers.sql.load postgresql://postgres@127.0.0.1:5432/shop [--create] [--reader NAME]
 
-``--create`` creates the database first; ``--reader`` creates (if needed) a login role with
-SELECT only, the role a prod server should connect as.
+``--create`` creates the database first (UTF8); ``--reader`` creates (if needed) a login role
+with SELECT only, the role a prod server should connect as, and takes from ``PUBLIC`` in this
+database what an agent must not hold (:func:`openenv_mcp.deploy.agent_role.harden`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import psycopg
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
+from openenv_mcp.deploy.agent_role import harden
+from openenv_mcp.deploy.provision import create_utf8_database
+from openenv_mcp.errors import OpenEnvError
 from servers.sql.backends import fixture_sql
 
 __all__ = ["load"]
@@ -27,7 +31,7 @@ def load(url: str, *, create: bool = False, reader: str | None = None) -> None:
     if create:
         admin = target.set(database="postgres", drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(target.database))))
+            create_utf8_database(conn, str(target.database))
     with psycopg.connect(plain, autocommit=False) as conn:
         conn.execute(fixture_sql().encode())
         if reader:
@@ -36,6 +40,7 @@ def load(url: str, *, create: bool = False, reader: str | None = None) -> None:
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(role))
             conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
             conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(role))
+            harden(conn, database=str(target.database), role=reader)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load(args.url, create=args.create, reader=args.reader)
-    except psycopg.Error as exc:
+    except (psycopg.Error, OpenEnvError) as exc:
         print(f"load failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return 1
     print(f"loaded the SQL fixture into {make_url(args.url).render_as_string(hide_password=True)}")

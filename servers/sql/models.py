@@ -33,6 +33,7 @@ class QueryResult(BaseModel):
     rows: list[list[Cell]]
     row_count: int
     truncated: bool
+    note: str | None = None  # what was cut (rows, long values, the answer's size) and how to see the rest
 
 
 class Answer(BaseModel):

@@ -35,7 +35,7 @@ async def describe_table(db: SqlBackend, table: str) -> TableSchema:
 
 @tools.tool(title="Run Read-only Query", read_only=True, destructive=False, idempotent=True, open_world=False)
 async def run_query(db: SqlBackend, sql: Sql) -> QueryResult:
-    """Run one read-only SQL query and return its columns and rows (at most max_rows; 'truncated' says if cut).
+    """Run one read-only SQL query and return its columns and rows (at most max_rows; 'note' says what was cut).
 
     Writes, DDL and several statements in one call are refused.
 
@@ -60,7 +60,7 @@ async def submit_answer(db: SqlBackend, sql: Sql | None = None, rows: list[list[
     if sql is not None:
         result = await db.query(sql, limit=5_000)
         if result.truncated:
-            raise ToolFailed("The answer has more than 5000 rows; refine the query")
+            raise ToolFailed(f"The answer is too large to submit whole ({result.note}); refine the query")
         return Answer(columns=result.columns, rows=result.rows, row_count=result.row_count)
     assert rows is not None
     return Answer(columns=[], rows=rows, row_count=len(rows))

@@ -46,6 +46,9 @@ def test_it_creates_the_database_loads_it_once_and_leaves_a_select_only_role(nam
     assert not provision_postgres(PG_ADMIN_URL, database=database, reader=reader, reader_password="pw2", loader=LOADER)
     with psycopg.connect(_url(reader, database), autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM orders").fetchone() == (300,)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):  # the role's sessions start read-only
+            conn.execute("DELETE FROM orders")
+        conn.execute("SET default_transaction_read_only = off")  # and without that, privileges refuse
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("DELETE FROM orders")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -186,6 +186,7 @@ QUERIES = [
     "SELECT e.first_name, m.first_name FROM employees e JOIN employees m ON e.manager_id = m.employee_id "
     "ORDER BY e.employee_id LIMIT 3",
     "SELECT order_date, shipped_date FROM orders ORDER BY order_id LIMIT 2",
+    "SELECT name, '100%' FROM products WHERE name LIKE '%Beans%' ORDER BY product_id LIMIT 2",  # '%' is no placeholder
 ]
 
 
@@ -236,10 +237,12 @@ def test_prod_read_only_holds_even_if_the_session_setting_is_changed(prod_server
         prod_server, "run_query", {"sql": "SELECT set_config('default_transaction_read_only', 'off', false)"}
     )
     assert not flipped["error"]
-    sneaky = mcp_call(
-        prod_server, "run_query", {"sql": "WITH x AS (UPDATE products SET unit_price = 0 RETURNING 1) SELECT 1"}
-    )
-    assert sneaky["error"] and "read-only" in sneaky["text"]
+    for write in [
+        "WITH x AS (UPDATE products SET unit_price = 0 RETURNING 1) SELECT 1",  # refused by the cursor itself
+        "SELECT query_to_xml('UPDATE products SET unit_price = 0 RETURNING 1', true, true, '')",  # by read-only
+    ]:
+        sneaky = mcp_call(prod_server, "run_query", {"sql": write})
+        assert sneaky["error"] and re.search("read-only|data-modifying|non-volatile", sneaky["text"]), sneaky["text"]
     assert mcp_call(prod_server, "run_query", {"sql": "SELECT MIN(unit_price) > 0 FROM products"})["data"]["rows"] == [
         [True]
     ]
