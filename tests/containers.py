@@ -190,7 +190,7 @@ def unpublished(servers: list[str]) -> dict[str, str]:
     return {f"OPENENV_PORT_{name.upper()}": "" for name in servers}
 
 
-SIM_SERVERS = ["sql", "email", "search", "coding", "desktop"]
+SIM_SERVERS = ["sql", "email", "search", "coding", "desktop", "memory"]
 
 
 PROD_SERVERS = ["sql", "search", "coding"]

@@ -27,6 +27,7 @@ def test_sync_client_runs_an_episode(sim_server: LiveServer) -> None:
             "rows": [[60]],
             "row_count": 1,
             "truncated": False,
+            "note": None,
         }
         final = env.step("submit_answer", {"rows": [[60]]})
         assert (final.reward, final.done) == (1.0, True)

@@ -331,7 +331,7 @@ def test_discovery_routes_answer_at_the_spec_paths_and_the_bare_ones(client: htt
         assert set(client.get(f"{prefix}/tools").json()["tools"][0]) == {"name", "description", "input_schema"}
     # ORS's POST /tasks sits beside our GET /tasks
     assert len(client.post("/tasks", json={"split": "train"}).json()["tasks"]) == 23
-    assert set(client.get("/tasks").json()) == {"tasks", "splits"}
+    assert set(client.get("/tasks").json()) == {"tasks", "splits", "curriculum"}
 
 
 def test_create_session_answers_sse_unless_json_is_asked_for(client: httpx.Client) -> None:

@@ -92,7 +92,9 @@ def refused_handshake(url: str, **options: Any) -> int:
 
 def test_the_sim_only_routes_are_the_episode_doors() -> None:
     paths = {path for _, path in sim_only_routes()}
-    assert {"/reset", "/step", "/step_batch", "/state", "/tasks", "/ws", "/create_session", "/sql/call"} <= paths
+    assert {"/reset", "/step", "/step_batch", "/state", "/tasks", "/create_session", "/sql/call"} <= paths
+    # /ws is served in prod too (OpenEnv's MCP client opens it there); its episode messages are refused below
+    assert "/ws" not in paths
     assert {"/episodes/" + "0" * 32, "/call", "/create", "/delete"} <= paths
 
 
@@ -107,7 +109,11 @@ def test_prod_answers_404_on_every_sim_route_whatever_the_method(prod_server: Li
                 if method != "HEAD":
                     assert error_code(response) in ("not_in_this_mode", "http_404"), (method, path)
         assert set(client.get("/openapi.json").json()["paths"]) == {"/healthz", "/readyz", "/metrics"}
-    assert refused_handshake(ws_url(prod_server)) in (403, 404)
+    with connect(ws_url(prod_server), open_timeout=10) as ws:
+        for kind in ("reset", "state"):
+            ws.send(json.dumps({"type": kind, "data": {}}))
+            answer = json.loads(ws.recv(timeout=10))
+            assert answer["type"] == "error" and answer["data"]["code"] == "not_in_this_mode", answer
     assert len(prod_server.runtime.episodes) == 0
 
 
@@ -117,12 +123,13 @@ async def test_prod_mcp_offers_the_tools_and_nothing_about_episodes(prod_server:
     async with Client(prod_server.mcp_url) as client:
         tools = await client.list_tools()
         capabilities = client.server_capabilities
-        with pytest.raises(MCPError):
-            await client.list_prompts()
+        prompts = await client.list_prompts()  # tasks are prompts in sim; prod has no tasks
+        with pytest.raises(MCPError, match="prod mode"):
+            await client.get_prompt("sql-001")
         with pytest.raises(MCPError):
             await client.list_resources()
     assert [tool.name for tool in tools.tools] == sql_environment.tools.names
-    assert capabilities.resources is None and capabilities.prompts is None
+    assert prompts.prompts == [] and capabilities.resources is None
 
 
 @pytest.mark.prod
