@@ -312,7 +312,7 @@ class TrajectoryStore:
             return found
         query = (
             select(turns)
-            .where(turns.c.episode_id.in_({row["episode_id"] for row in rows}))
+            .where(turns.c.episode_id.in_(sorted({row["episode_id"] for row in rows})))
             .order_by(turns.c.episode_id, turns.c.turn, turns.c.id)
         )
         for turn in conn.execute(query):
