@@ -65,12 +65,16 @@ class ScriptedModel:
 
     Turn 1 calls a tool that does not exist, turn 2 lists the tables, turn 3 submits (the gold query
     on even-numbered tasks, a wrong one on odd ones), then it answers in words. ``fail_task`` makes
-    the endpoint answer 500 for that task.
+    the endpoint answer 500 for that task. With ``tokens``, a request asking for token ids and
+    logprobs (as vLLM takes them) gets them, from :func:`prompt_tokens`' template, as vLLM answers;
+    ``captured`` keeps each (prompt_ids, completion_ids, logprobs) answered.
     """
 
-    def __init__(self, fail_task: str | None = None) -> None:
+    def __init__(self, fail_task: str | None = None, *, tokens: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail_task = fail_task
+        self.tokens = tokens
+        self.captured: list[dict[str, Any]] = []
         by_prompt = {task.prompt: task for task in TASKS}
         self.app = FastAPI()
 
@@ -84,13 +88,36 @@ class ScriptedModel:
                 return JSONResponse({"error": {"message": "the model is overloaded"}}, status_code=500)
             turn = sum(1 for m in messages if m["role"] == "assistant")
             if turn == 0:
-                return reply(call(turn, "drop_everything", "{}"))
-            if turn == 1:
-                return reply(call(turn, "list_tables", "{}"))
-            if turn == 2:
+                message = call(turn, "drop_everything", "{}")
+            elif turn == 1:
+                message = call(turn, "list_tables", "{}")
+            elif turn == 2:
                 sql = gold(task.id) if int(task.id.split("-")[1]) % 2 == 0 else WRONG
-                return reply(call(turn, "submit_answer", json.dumps({"sql": sql})))
-            return reply({"role": "assistant", "content": "I have answered."})
+                message = call(turn, "submit_answer", json.dumps({"sql": sql}))
+            else:
+                message = {"role": "assistant", "content": "I have answered."}
+            if not (self.tokens and body.get("logprobs") and body.get("return_token_ids")):
+                return reply(message)
+            ids = [*message_tokens(message), END]
+            logprobs = [-((token * 2654435761 + i) % 100003) / 7919.0 for i, token in enumerate(ids)]
+            logprobs[-1] = -9999.0  # vLLM's stand-in for minus infinity
+            self.captured.append({"prompt_ids": prompt_tokens(messages), "completion_ids": ids, "logprobs": logprobs})
+            return reply(message, tokens=self.captured[-1])
+
+
+# a chat template in miniature: START role body END per message, then START assistant to generate
+START, END, ROLES = 1, 2, {"system": 3, "user": 4, "assistant": 5, "tool": 6}
+
+
+def message_tokens(message: dict[str, Any]) -> list[int]:
+    """The body of a message: its text's bytes and its tool calls' JSON, each byte as one token (1000 + byte)."""
+    text = (message.get("content") or "") + json.dumps(message.get("tool_calls") or [], sort_keys=True)
+    return [1000 + byte for byte in text.encode()]
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> list[int]:
+    ids = [token for m in messages for token in (START, ROLES[m["role"]], *message_tokens(m), END)]
+    return [*ids, START, ROLES["assistant"]]
 
 
 def call(turn: int, name: str, arguments: str) -> dict[str, Any]:
@@ -101,17 +128,27 @@ def call(turn: int, name: str, arguments: str) -> dict[str, Any]:
     }
 
 
-def reply(message: dict[str, Any]) -> JSONResponse:
+def reply(message: dict[str, Any], *, tokens: dict[str, Any] | None = None) -> JSONResponse:
+    """A chat completion; with ``tokens``, in vLLM's shape for ``return_token_ids`` and ``logprobs``."""
     finish = "tool_calls" if message.get("tool_calls") else "stop"
-    return JSONResponse(
-        {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": "scripted",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [choice],
+    }
+    if tokens is not None:
+        body["prompt_token_ids"] = tokens["prompt_ids"]
+        choice["token_ids"] = tokens["completion_ids"]
+        choice["logprobs"] = {
+            "content": [
+                {"token": f"token_id:{token}", "logprob": logprob, "bytes": None, "top_logprobs": []}
+                for token, logprob in zip(tokens["completion_ids"], tokens["logprobs"], strict=True)
+            ]
         }
-    )
+    return JSONResponse(body)
 
 
 def serve(app: FastAPI) -> Iterator[str]:
@@ -269,6 +306,62 @@ def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_pa
     assert [r["seed"] for r in records] == [0, 1, 2, 3, 4]
 
 
+def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(tmp_path: Path) -> None:
+    scripted = ScriptedModel(tokens=True)
+    store = f"sqlite:///{tmp_path / 'capture.db'}"
+    for url in serve(scripted.app):  # the rollout starts a sim server recording into the store it writes to
+        done = rollout(
+            "sql", "--policy", "openai", "--model", "m", "--base-url", f"{url}/v1", "--capture-tokens",
+            "--episodes", "3", "--concurrency", "2", "--seed", "10", "--no-progress", OPENENV_TRAJECTORIES=store,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"captured the tokens of 9 model calls in 3 episodes into {store}" in done.stderr
+    assert all(r["logprobs"] is True and r["return_token_ids"] is True for r in scripted.requests)
+    exported = subprocess.run(
+        [*CLI, "trajectories", "export", "--url", store], capture_output=True, text=True, timeout=60, check=True
+    )
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [r["seed"] for r in records] == [10, 11, 12]
+    answered = {json.dumps(c["prompt_ids"]): c for c in scripted.captured}
+    for record in records:
+        turns = record["turns"]
+        assert [t["finish_reason"] for t in turns] == ["tool_calls"] * 3 and {t["model"] for t in turns} == {"scripted"}
+        for turn in turns:  # each call's ids and logprobs, byte for byte as the model server sent them
+            sent = answered[json.dumps(turn["prompt_ids"])]
+            assert json.dumps(turn["completion_ids"]) == json.dumps(sent["completion_ids"])
+            assert json.dumps(turn["logprobs"]) == json.dumps(sent["logprobs"])
+        tokens = record["tokens"]  # the episode as one sequence: every turn's prompt extends the last one
+        assert tokens["prompt_ids"] == turns[0]["prompt_ids"]
+        whole = turns[-1]["prompt_ids"] + turns[-1]["completion_ids"]
+        assert tokens["prompt_ids"] + tokens["completion_ids"] == whole
+        mask, logprobs = tokens["completion_mask"], tokens["completion_logprobs"]
+        assert len(mask) == len(logprobs) == len(tokens["completion_ids"])
+        model_tokens = [t for t, m in zip(tokens["completion_ids"], mask, strict=True) if m == 1]
+        assert model_tokens == [token for turn in turns for token in turn["completion_ids"]]
+        assert [lp for lp, m in zip(logprobs, mask, strict=True) if m == 1] == [
+            lp for turn in turns for lp in turn["logprobs"]
+        ]
+        environment_text = bytes(
+            t - 1000 for t, m in zip(tokens["completion_ids"], mask, strict=True) if t >= 1000 and not m
+        )
+        assert b"No tool 'drop_everything'" in environment_text and b"categories" in environment_text
+
+
+def test_capture_from_an_endpoint_that_reports_no_tokens_fails_each_episode_clearly(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel], tmp_path: Path
+) -> None:
+    base_url, _ = model
+    store = f"sqlite:///{tmp_path / 'capture.db'}"
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--capture-tokens",
+        "--episodes", "2", "--seed", "300", "--no-progress", OPENENV_TRAJECTORIES=store,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert summary_line(done.stdout, "episodes") == "2 (0 ok, 2 errors)"
+    assert "2 x PolicyError: No prompt_token_ids in the answer: the chat endpoint" in done.stdout
+    assert "captured the tokens of 0 model calls in 0 episodes" in done.stderr
+
+
 def test_rollout_cli_explains_bad_input() -> None:
     done = rollout("nosuch")
     assert done.returncode == 2 and "No server 'nosuch'; installed servers:" in done.stderr
@@ -278,6 +371,14 @@ def test_rollout_cli_explains_bad_input() -> None:
     assert done.returncode == 2 and "--policy openai needs --base-url" in done.stderr
     done = rollout("http://127.0.0.1:9")
     assert done.returncode == 2 and "Cannot reach the MCP endpoint" in done.stderr and "Traceback" not in done.stderr
+    done = rollout("http://127.0.0.1:9", "--capture-tokens")
+    assert (
+        done.returncode == 2 and "--capture-tokens records a model's tokens: use it with --policy openai" in done.stderr
+    )
+    done = rollout(
+        "http://127.0.0.1:9", "--policy", "openai", "--model", "m", "--base-url", "http://x/v1", "--capture-tokens"
+    )
+    assert done.returncode == 2 and "OPENENV_TRAJECTORIES=off" in done.stderr  # as the tests run
 
 
 # an environment whose backend breaks on seed 2 ---------------------------------------------------------

@@ -20,7 +20,14 @@ from sqlalchemy import create_engine, text
 from openenv_mcp import BackendUnavailable, ConfigError, EnvClient, Settings
 from openenv_mcp.app import build_runtime
 from openenv_mcp.runtime import Runtime
-from openenv_mcp.trajectories import EpisodeFilter, TrajectoryRecorder, iter_records, record_trajectories
+from openenv_mcp.trajectories import (
+    EpisodeFilter,
+    TrajectoryRecorder,
+    Turn,
+    TurnRecorder,
+    iter_records,
+    record_trajectories,
+)
 from openenv_mcp.trajectories.store import TrajectoryStore
 from servers.sql import environment
 from tests.support import free_port, scratch_database, wait_http
@@ -354,6 +361,46 @@ def test_serve_records_every_step_and_loses_nothing_on_sigterm(tmp_path: Path) -
     assert len(records) == 6
     assert [len(r["rewards"]) for r in records] == [3, 3, 3, 3, 3, 1]
     assert all(r["done"] for r in records[:5]) and not records[5]["done"]
+
+
+def test_captured_turns_join_their_episode_in_a_store_made_before_turns_existed(recorded: str) -> None:
+    engine = create_engine(recorded)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE trajectory_turns"))  # as a file written by an older version
+    engine.dispose()
+    before = list(iter_records(recorded))
+    assert len(before) == 3 and not any("turns" in r or "tokens" in r for r in before)
+    solved, failed = before[0]["episode_id"], before[1]["episode_id"]
+    exact = [
+        Turn(prompt_ids=[7, 8], completion_ids=[9, 10], logprobs=[-0.1, -1e-07], model="m", finish_reason="tool_calls"),
+        Turn(prompt_ids=[7, 8, 9, 10, 11], completion_ids=[12], logprobs=[-9999.0], model="m", finish_reason="stop"),
+    ]
+    rewritten = [  # a template that drops the first turn's text from the second prompt
+        Turn(prompt_ids=[7, 8], completion_ids=[9], logprobs=[-0.5], model="m"),
+        Turn(prompt_ids=[7, 8, 11], completion_ids=[12], logprobs=[-0.25], model="m"),
+    ]
+
+    async def capture() -> None:
+        async with TurnRecorder(recorded) as recorder:  # opening it adds the table
+            await recorder("sql", solved, exact)
+            await recorder("sql", failed, rewritten)
+            await recorder("email", solved, exact[:1])  # another server's episode with the same id: not joined
+
+    anyio.run(capture)
+    after = {r["episode_id"]: r for r in iter_records(recorded)}
+    assert [t["logprobs"] for t in after[solved]["turns"]] == [[-0.1, -1e-07], [-9999.0]]
+    assert after[solved]["turns"][1] == {
+        "prompt_ids": [7, 8, 9, 10, 11], "completion_ids": [12], "logprobs": [-9999.0], "model": "m",
+        "finish_reason": "stop",
+    }  # fmt: skip
+    assert after[solved]["tokens"] == {
+        "prompt_ids": [7, 8],
+        "completion_ids": [9, 10, 11, 12],
+        "completion_mask": [1, 1, 0, 1],
+        "completion_logprobs": [-0.1, -1e-07, 0.0, -9999.0],
+    }
+    assert len(after[failed]["turns"]) == 2 and after[failed]["tokens"] is None
+    assert "turns" not in after[before[2]["episode_id"]]
 
 
 def test_store_creates_its_tables_once(store_url: str) -> None:

@@ -12,6 +12,7 @@ from openenv_mcp.settings import Settings
 if TYPE_CHECKING:
     from openenv_mcp.rollout.runner import Policy
     from openenv_mcp.rollout.server import ServerInfo
+    from openenv_mcp.trajectories.turns import TurnRecorder
 
 __all__ = ["add_commands", "add_policy_arguments", "choose_policy", "positive", "scripted_for"]
 
@@ -50,6 +51,12 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     model.add_argument("--max-turns", type=positive, help="model calls per episode at most (default: step limit)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    model.add_argument(
+        "--capture-tokens",
+        action="store_true",
+        help="record each model call's prompt and completion token ids and logprobs into the trajectory store "
+        "($OPENENV_TRAJECTORIES, where the server records), for export; the endpoint must report them (vLLM)",
+    )
 
 
 def positive(value: str) -> int:
@@ -72,6 +79,7 @@ async def choose_policy(args: argparse.Namespace, settings: Settings, stack: Asy
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy
 
+    capture = await _capture(args, settings, stack)
     if args.policy == "openai":
         base_url = args.base_url or settings.openai_base_url
         if not base_url or not args.model:
@@ -84,11 +92,37 @@ async def choose_policy(args: argparse.Namespace, settings: Settings, stack: Asy
             api_key=api_key,
             max_turns=args.max_turns,
             temperature=args.temperature,
+            capture=capture,
         )
         return await stack.enter_async_context(openai)
     if args.policy == "scripted":
         return None
     return load_policy(args.policy)
+
+
+async def _capture(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> TurnRecorder | None:
+    """The store ``--capture-tokens`` writes into, opened (its tables made) before any episode runs."""
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.trajectories.turns import TurnRecorder
+
+    if not args.capture_tokens:
+        return None
+    if args.policy != "openai":
+        raise ConfigError("--capture-tokens records a model's tokens: use it with --policy openai")
+    url = settings.trajectories_url
+    if url.lower() == "off":
+        raise ConfigError(
+            "--capture-tokens writes into the trajectory store, and OPENENV_TRAJECTORIES=off; "
+            "set it to the store the server records into"
+        )
+    recorder = await stack.enter_async_context(TurnRecorder(url))
+    stack.callback(
+        lambda: print(
+            f"captured the tokens of {recorder.turns} model calls in {recorder.episodes} episodes into {url}",
+            file=sys.stderr,
+        )
+    )
+    return recorder
 
 
 def scripted_for(server: ServerInfo) -> Policy:

@@ -7,7 +7,10 @@
   observation appended as a ``tool`` message, until the episode is done, the model answers without
   a tool call, or ``max_turns`` model calls were made. A call the server refuses (unknown tool,
   invalid arguments, arguments that are not JSON) comes back to the model as the tool message, so
-  it can correct itself; such a call is not an environment step.
+  it can correct itself; such a call is not an environment step. Given ``capture`` (a
+  :data:`~openenv_mcp.trajectories.turns.TurnSink`), it asks the endpoint for token ids and
+  log-probabilities and sends each episode's turns there when the episode ends
+  (:mod:`openenv_mcp.rollout.capture`).
 - :func:`load_policy` imports ``module:callable``, a user's own async policy.
 """
 
@@ -25,8 +28,10 @@ import httpx
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolError
+from openenv_mcp.rollout.capture import CAPTURE_OPTIONS, captured_turn
 from openenv_mcp.rollout.runner import Policy, PolicyError, RolloutEpisode
 from openenv_mcp.trajectories.chat import ChatMessage, tool_result_message
+from openenv_mcp.trajectories.turns import Turn, TurnSink
 
 __all__ = ["OpenAIPolicy", "environment_policy", "load_policy", "scripted_policy"]
 
@@ -80,6 +85,9 @@ class OpenAIPolicy:
         api_key: Sent as ``Authorization: Bearer ...`` when given.
         max_turns: Model calls per episode at most (default: the episode's step limit).
         temperature: Sent when given.
+        capture: Where each episode's :class:`~openenv_mcp.trajectories.turns.Turn` list goes when the
+            episode ends (a :class:`~openenv_mcp.trajectories.turns.TurnRecorder`, say). Given it, every
+            request asks for token ids and log-probabilities, and an answer without them fails the episode.
     """
 
     def __init__(
@@ -91,22 +99,32 @@ class OpenAIPolicy:
         max_turns: int | None = None,
         temperature: float | None = None,
         timeout: float = 120.0,
+        capture: TurnSink | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_turns = max_turns
         self.temperature = temperature
+        self.capture = capture
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(timeout=timeout, headers=headers)
 
     async def __call__(self, episode: RolloutEpisode) -> None:
+        turns: list[Turn] = []
+        await self._play(episode, turns)
+        if self.capture is not None:
+            await self.capture(episode.server.name, episode.episode_id, turns)
+
+    async def _play(self, episode: RolloutEpisode, turns: list[Turn]) -> None:
         messages: list[ChatMessage] = []
         if episode.server.description:
             messages.append({"role": "system", "content": episode.server.description})
         messages.append({"role": "user", "content": episode.prompt})
         tools = episode.server.openai_tools
         for _ in range(self.max_turns or episode.max_steps):
-            reply = await self.complete(messages, tools)
+            reply, turn = await self._complete(messages, tools)
+            if turn is not None:
+                turns.append(turn)
             messages.append(reply)
             calls = reply.get("tool_calls") or []
             if not calls:
@@ -118,21 +136,31 @@ class OpenAIPolicy:
 
     async def complete(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ChatMessage:
         """One chat completion; returns the assistant message (role, content, tool_calls)."""
+        reply, _ = await self._complete(messages, tools)
+        return reply
+
+    async def _complete(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
+    ) -> tuple[ChatMessage, Turn | None]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto"}
         if self.temperature is not None:
             body["temperature"] = self.temperature
+        if self.capture is not None:
+            body.update(CAPTURE_OPTIONS)
         endpoint = f"{self.base_url}/chat/completions"
         response = await self._http.post(endpoint, json=body)
         if response.status_code >= 400:
             raise PolicyError(f"The chat endpoint {endpoint} answered {response.status_code}: {response.text[:200]}")
         try:
-            message = response.json()["choices"][0]["message"]
+            payload = response.json()
+            message = payload["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise PolicyError(f"The chat endpoint {endpoint} answered without choices[0].message") from None
         reply: ChatMessage = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             reply["tool_calls"] = message["tool_calls"]
-        return reply
+        turn = captured_turn(payload, endpoint=endpoint, model=self.model) if self.capture is not None else None
+        return reply, turn
 
     async def _run(self, episode: RolloutEpisode, call: dict[str, Any]) -> str:
         function = call.get("function") or {}

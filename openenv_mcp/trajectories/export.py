@@ -6,6 +6,10 @@
               {"role": "tool", "tool_call_id": "call_1", "content": OBSERVATION TEXT}, ...],
  "tools": [OpenAI function schemas], "reward": TOTAL, "rewards": [PER STEP], "done": true,
  "task_id": ..., "split": ..., "seed": ..., "episode_id": ..., "server": ..., "id": ...}
+
+An episode a capturing policy played also carries ``turns`` (per model call: prompt_ids,
+completion_ids, logprobs, model, finish_reason) and ``tokens`` (the turns as one sequence with a
+mask of the model's tokens): see :func:`openenv_mcp.trajectories.turns.token_fields`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from openenv_mcp.trajectories.chat import openai_tools, tool_call_message, tool_result_message
+from openenv_mcp.trajectories.turns import token_fields
 
 if TYPE_CHECKING:
     from openenv_mcp.trajectories.store import StoredEpisode
@@ -82,7 +87,10 @@ def iter_records(url: str, where: EpisodeFilter | None = None) -> Iterator[dict[
         for stored in store.read(where):
             complete = [step["step"] for step in stored.steps] == list(range(1, len(stored.steps) + 1))
             if complete or where.include_incomplete:
-                yield chat_record(stored)
+                record = chat_record(stored)
+                if stored.turns:
+                    record.update(token_fields(stored.turns))
+                yield record
     finally:
         store.close()
 

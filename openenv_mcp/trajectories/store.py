@@ -3,6 +3,8 @@
     trajectory_toolsets  one row per (server, description, tool list) seen: the tools an episode had
     trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
     trajectory_steps     one row per step: tool and arguments, observation, reward, done, timings
+    trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
+                         (written by the policy's side, joined to its episode by server and episode id)
 
 The store is synchronous: the recorder calls it from its writer thread, the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
@@ -16,7 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,21 @@ steps = Table(
     UniqueConstraint("trajectory_id", "step"),
 )
 
+turns = Table(
+    "trajectory_turns",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("server", String(128), nullable=False),
+    Column("episode_id", String(128), nullable=False, index=True),
+    Column("turn", Integer, nullable=False),
+    Column("model", String(256), nullable=False),
+    Column("finish_reason", String(64)),
+    Column("prompt_ids", JSON, nullable=False),
+    Column("completion_ids", JSON, nullable=False),
+    Column("logprobs", JSON, nullable=False),
+    Column("at", Float, nullable=False),
+)
+
 _PROGRESS = ("step_count", "total_reward", "done")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
@@ -123,11 +140,12 @@ def toolset_id(server: str, description: str, tools: Sequence[Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class StoredEpisode:
-    """One episode as stored: its row, its toolset row, and its steps in order."""
+    """One episode as stored: its row, its toolset row, its steps in order, and its captured turns in order."""
 
     episode: Mapping[str, Any]
     toolset: Mapping[str, Any]
     steps: list[Mapping[str, Any]]
+    turns: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class TrajectoryStore:
@@ -150,6 +168,7 @@ class TrajectoryStore:
             ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._has_turns: bool | None = None
 
     def create(self) -> None:
         """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
@@ -223,6 +242,21 @@ class TrajectoryStore:
                 f"{str(exc).splitlines()[0]}"
             ) from exc
 
+    def write_turns(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert captured turns (``trajectory_turns`` rows) in one transaction.
+
+        Raises:
+            BackendUnavailable: the database refused them (nothing was written).
+        """
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(turns), list(rows))
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} refused the captured turns: {exc.__class__.__name__}: "
+                f"{str(exc).splitlines()[0]}"
+            ) from exc
+
     def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:
         """Episodes matching ``where``, oldest first, each with its steps; streamed in chunks."""
         where = where or EpisodeFilter()
@@ -255,13 +289,35 @@ class TrajectoryStore:
                 )
                 for step in conn.execute(step_query):
                     by_episode[step.trajectory_id].append(dict(step._mapping))
+                captured = self._turns(conn, rows)
                 missing = {row["toolset_id"] for row in rows} - known.keys()
                 if missing:
                     for toolset in conn.execute(select(toolsets).where(toolsets.c.id.in_(missing))):
                         known[toolset.id] = dict(toolset._mapping)
             for row in rows:
-                yield StoredEpisode(episode=row, toolset=known[row["toolset_id"]], steps=by_episode[row["id"]])
+                yield StoredEpisode(
+                    episode=row,
+                    toolset=known[row["toolset_id"]],
+                    steps=by_episode[row["id"]],
+                    turns=captured.get((row["server"], row["episode_id"]), []),
+                )
             after = (rows[-1]["created_at"], rows[-1]["id"])
+
+    def _turns(self, conn: Any, rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+        """The captured turns of ``rows``' episodes by (server, episode id); none in a store made before turns were."""
+        if self._has_turns is None:
+            self._has_turns = inspect(conn).has_table(turns.name)
+        found: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        if not self._has_turns:
+            return found
+        query = (
+            select(turns)
+            .where(turns.c.episode_id.in_(sorted({row["episode_id"] for row in rows})))
+            .order_by(turns.c.episode_id, turns.c.turn, turns.c.id)
+        )
+        for turn in conn.execute(query):
+            found.setdefault((turn.server, turn.episode_id), []).append(dict(turn._mapping))
+        return found
 
     def recent(self, limit: int = 500) -> list[Mapping[str, Any]]:
         """The ``limit`` latest episodes with at least one step, newest first, without their steps."""
