@@ -113,9 +113,7 @@ def test_every_task_kind_is_solved_by_a_scripted_gui_sequence(desktop: LiveServe
         env.close_episode()
 
 
-def test_openenv_mcp_eval_with_the_scripted_policy_solves_every_test_task(
-    desktop: LiveServer, tmp_path: Path
-) -> None:
+def test_openenv_mcp_eval_with_the_scripted_policy_solves_every_test_task(desktop: LiveServer, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "openenv_mcp.cli", "eval", desktop.url, "-k", "1", "--no-progress", "--out", "out"],
         cwd=tmp_path,
