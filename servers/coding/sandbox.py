@@ -295,8 +295,10 @@ class Sandbox:
             assert holder.stdin is not None
             holder.stdin.close()
             await holder.wait()
-        self._user_namespaces[account.uid] = namespace
-        return namespace
+        raced = self._user_namespaces.setdefault(account.uid, namespace)  # another run of the episode made one
+        if raced != namespace:
+            os.close(namespace)
+        return raced
 
     @asynccontextmanager
     async def scratch_workspace(self, workspace: Workspace) -> AsyncIterator[Workspace]:
