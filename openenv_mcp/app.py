@@ -90,7 +90,10 @@ def build_app(runtime: Runtime) -> FastAPI:
         log.warning(warning)
     door = McpDoor(runtime)
     sessions = OpenEnvSessions(runtime)  # OpenEnv's clients: openenv_mcp/openenv_wire.py
-    mcp_routes = door.http_routes(session_idle_timeout=runtime.settings.idle_timeout)
+    mcp_routes = door.http_routes(
+        session_idle_timeout=runtime.settings.idle_timeout, max_sessions=runtime.settings.max_mcp_sessions
+    )
+    runtime.metrics.count_mcp_sessions(door.open_sessions)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

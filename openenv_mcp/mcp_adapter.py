@@ -142,21 +142,32 @@ class McpDoor:
             }
         return _to_mcp(outcome.observation, meta)
 
-    def http_routes(self, *, session_idle_timeout: float, json_response: bool = True) -> list[BaseRoute]:
+    def http_routes(
+        self, *, session_idle_timeout: float, max_sessions: int, json_response: bool = True
+    ) -> list[BaseRoute]:
         """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan.
 
         The SDK's own Host/Origin check is off: the app's :class:`~openenv_mcp.security.Guard`
         applies one rule to every route, ``/mcp`` included (the SDK's would cover ``/mcp`` only,
         and only for a localhost bind).
+
+        Stateful sessions (the 2025 protocol era) are bounded like episodes: one with no request in
+        flight for ``session_idle_timeout`` seconds is closed with its server task (a client that
+        vanished sends no DELETE), and at ``max_sessions`` open a new one is refused with 503.
         """
         app = self.server.streamable_http_app(
             streamable_http_path="/mcp",
             json_response=json_response,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            session_idle_timeout=session_idle_timeout,  # a session whose client vanished is closed like an episode
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
         )
         self.session_manager = self.server.session_manager
         return list(app.routes)
+
+    def open_sessions(self) -> int:
+        """Stateful MCP sessions open now (the SDK's table of them; 0 before the HTTP routes are built)."""
+        return len(getattr(self.session_manager, "_server_instances", ()))
 
     async def serve_stdio(self) -> None:
         """Serve MCP over this process's stdin and stdout until the client closes them."""

@@ -88,6 +88,16 @@ class Metrics:
         episodes.set_function(lambda: float(open_episodes()))
         info = Gauge("openenv_server_info", "The server and its mode", list(labels), registry=self.registry)
         info.labels(**labels).set(1)
+        self._mcp_sessions: Gauge | None = None
+
+    def count_mcp_sessions(self, open_sessions: Callable[[], int]) -> None:
+        """Report the open stateful MCP sessions (``openenv_mcp_sessions``), counted by ``open_sessions``
+        (the app built last for this runtime counts)."""
+        if self._mcp_sessions is None:
+            self._mcp_sessions = Gauge(
+                "openenv_mcp_sessions", "Open stateful MCP sessions (2025-era protocol)", registry=self.registry
+            )
+        self._mcp_sessions.set_function(lambda: float(open_sessions()))
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         self._tool_calls.observe(tool, outcome, seconds)

@@ -29,7 +29,12 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     max_episodes: int = Field(default=1024, ge=1, description="Open sim episodes before /reset answers 503")
-    idle_timeout: float = Field(default=900.0, gt=0, description="Seconds before an idle sim episode is closed")
+    idle_timeout: float = Field(
+        default=900.0, gt=0, description="Seconds before an idle sim episode (or stateful MCP session) is closed"
+    )
+    max_mcp_sessions: int = Field(
+        default=1024, ge=1, description="Open stateful MCP sessions (2025-era protocol) before a new one gets 503"
+    )
     reap_interval: float = Field(default=30.0, gt=0, description="Seconds between idle-episode sweeps")
     ors_keepalive: float = Field(default=10.0, gt=0, description="Seconds between keep-alives on an ORS /call stream")
     ors_result_ttl: float = Field(

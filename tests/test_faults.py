@@ -324,30 +324,73 @@ def test_clients_that_vanish_mid_call_leave_no_task_handle_or_episode_behind(
     assert set(server.runtime.episodes._episodes) <= {"default"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp_adapter.py now passes session_idle_timeout (OPENENV_IDLE_TIMEOUT) to the SDK, yet a 2025-era "
-    "session whose client vanished still keeps its 2 server tasks after 15 s: the SDK counts a request in flight "
-    "(an open GET stream, it seems) as activity; not solved yet",
-)
-def test_an_mcp_session_whose_client_vanished_is_closed_when_idle(reaped_server: LiveServer) -> None:
+def mcp_sessions(server: LiveServer) -> float:
+    """The open stateful MCP sessions, as ``/metrics`` reports them."""
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    found = re.search(r"^openenv_mcp_sessions (\S+)$", text, re.MULTILINE)
+    assert found is not None, "no openenv_mcp_sessions in /metrics"
+    return float(found.group(1))
+
+
+def vanishing_legacy_client(server: LiveServer, sql: str) -> None:
+    """A 2025-era (stateful) MCP client that calls ``run_query`` and is gone 0.3 s later, without a DELETE."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-
-    server = reaped_server  # OPENENV_IDLE_TIMEOUT=1
-    assert not mcp(server, "list_tables", {}).error
-    tasks = server_tasks(server)
 
     async def vanish() -> None:
         async with httpx2.AsyncClient() as http:
             with anyio.move_on_after(0.3):
                 async with Client(streamable_http_client(server.mcp_url, http_client=http), mode="legacy") as client:
-                    await client.call_tool("run_query", {"sql": RUNAWAY})
+                    await client.call_tool("run_query", {"sql": sql})
+                    await anyio.sleep(30)
 
     anyio.run(vanish)
+
+
+def test_an_mcp_session_whose_client_vanished_is_closed_when_idle(
+    reaped_server: LiveServer, request: pytest.FixtureRequest
+) -> None:
+    server = reaped_server  # OPENENV_IDLE_TIMEOUT=1
+    # Once first: the first SSE stream starts sse-starlette's shutdown watcher, one task per event loop for good.
+    vanishing_legacy_client(server, "SELECT 1")
+    wait_for(lambda: mcp_sessions(server) == 0, "the warm-up session to close", timeout=10)
+    tasks = server_tasks(server)
+
+    vanishing_legacy_client(server, RUNAWAY)  # gone in the middle of the call
+    assert mcp_sessions(server) == 1 and server_tasks(server) > tasks  # the session and its server task remain
     wait_for(lambda: not busy(server), "the abandoned call to end", timeout=10)
+    took = wait_for(lambda: mcp_sessions(server) == 0, "the session to be closed", timeout=4)
+    record(request, "vanished_mcp_session_closed_within_seconds", round(took, 2))
     wait_for(lambda: server_tasks(server) <= tasks, f"the server's tasks back to {tasks}", timeout=4)
+
+
+def test_stateful_mcp_sessions_are_capped_and_an_idle_one_frees_its_place() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    with (
+        live_server(sql_environment, mode="sim", idle_timeout=1.0, max_mcp_sessions=2) as server,
+        httpx.Client(base_url=server.url, headers=headers, timeout=10) as http,
+    ):
+        opened = [http.post("/mcp", json=initialize) for _ in range(2)]
+        assert [a.status_code for a in opened] == [200, 200] and all("mcp-session-id" in a.headers for a in opened)
+        refused = http.post("/mcp", json=initialize)
+        assert refused.status_code == 503 and "Too many open sessions" in refused.text
+        assert mcp_sessions(server) == 2
+        # Neither client says goodbye: both sessions are closed once idle for OPENENV_IDLE_TIMEOUT.
+        wait_for(lambda: mcp_sessions(server) == 0, "the idle sessions to close", timeout=5)
+        gone = http.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            headers={"mcp-session-id": opened[0].headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"},
+        )
+        assert gone.status_code == 404
+        assert http.post("/mcp", json=initialize).status_code == 200
 
 
 # the reaper itself ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 from openenv_mcp import Environment, ProdService
 from servers.coding.backends import CodingBackend, ProdBackend, SimBackend
 from servers.coding.settings import CodingSettings
-from servers.coding.tasks import CodingTask, grade, load_tasks
+from servers.coding.tasks import CodingTask, grade, load_tasks, solve
 from servers.coding.tools import tools
 
 __all__ = ["environment"]
@@ -52,6 +52,7 @@ environment: Environment[CodingBackend, CodingTask] = Environment(
             tested="in CI as root on Linux 6.x: per-run namespaces, uid drop, limits, containment of runaway code",
         ),
     ),
+    solve=solve,
     examples=(
         ("describe_sandbox", {}),
         ("run_python", {"code": "print('hello from the sandbox')"}),

@@ -2,8 +2,9 @@
 
 Both run code in the same :class:`~servers.coding.sandbox.Sandbox`. Sim is for training:
 each episode has its own directory and uid, runs are seeded (``PYTHONHASHSEED`` is the
-episode's seed) and report no wall-clock figures, so observations replay exactly; the task's
-hidden tests grade ``submit_solution``. Prod is for agents at work: code runs in one
+episode's seed; run ``n`` of the episode reads ``/dev/urandom`` as a stream drawn from the seed
+and ``n``; the uid it sees is a constant) and report no wall-clock figures, so observations
+replay exactly; the task's hidden tests grade ``submit_solution``. Prod is for agents at work: code runs in one
 persistent directory (``CODING_WORKSPACE``) as the account that owns it, one run at a time,
 and ``submit_solution`` saves the program and runs the operator's acceptance tests
 (``CODING_TESTS_FILE``), if any.
@@ -56,9 +57,15 @@ class _Backend:
         if not self.workspace.path.is_dir():
             raise BackendUnavailable(f"The sandbox workspace {self.workspace.path} is gone")
 
+    def _entropy(self) -> str | None:
+        """The key of the next run's entropy (None: an unseeded run)."""
+        return None
+
     async def _run(self, code: str, stdin: str, timeout_s: float) -> RunResult:
         limit = min(timeout_s, self.sandbox.settings.max_timeout_s)
-        outcome = await self.sandbox.run(self.workspace, code, stdin=stdin, timeout_s=limit, hash_seed=self._hash_seed)
+        outcome = await self.sandbox.run(
+            self.workspace, code, stdin=stdin, timeout_s=limit, hash_seed=self._hash_seed, entropy=self._entropy()
+        )
         return self._result(outcome)
 
     def _result(self, outcome: RunOutcome) -> RunResult:
@@ -73,7 +80,9 @@ class _Backend:
 
     async def _judge(self, code: str, suite: TestSuite) -> SubmitResult:
         self.sandbox.place(self.workspace, SOLUTION, code)
-        return await judge(self.sandbox, self.workspace, code, suite, hash_seed=self._hash_seed)
+        return await judge(
+            self.sandbox, self.workspace, code, suite, hash_seed=self._hash_seed, entropy=self._entropy()
+        )
 
     def describe(self) -> SandboxInfo:
         sandbox, settings = self.sandbox, self.sandbox.settings
@@ -94,9 +103,15 @@ class _Backend:
 class SimBackend(_Backend):
     """One episode: its own directory and uid, the task's hidden tests, runs seeded by the episode."""
 
-    def __init__(self, sandbox: Sandbox, workspace: Workspace, suite: TestSuite, seed: int) -> None:
+    def __init__(self, sandbox: Sandbox, workspace: Workspace, suite: TestSuite, seed: int, runs: int = 0) -> None:
         super().__init__(sandbox, workspace, hash_seed=seed)
         self._suite = suite
+        self._seed = seed
+        self._runs = runs  # runs and submissions so far: each draws its entropy from the seed and its number
+
+    def _entropy(self) -> str:
+        self._runs += 1
+        return f"{self._seed}/{self._runs}"
 
     @classmethod
     async def open(cls, task: CodingTask, seed: int, settings: CodingSettings) -> SimBackend:
@@ -111,7 +126,7 @@ class SimBackend(_Backend):
         except OSError as exc:
             await self.sandbox.close_workspace(workspace)
             raise BackendUnavailable(f"Cannot copy the workspace {self.workspace.path}: {exc.strerror}") from None
-        return SimBackend(self.sandbox, workspace, self._suite, self._hash_seed or 0)
+        return SimBackend(self.sandbox, workspace, self._suite, self._seed, self._runs)
 
     async def aclose(self) -> None:
         await self.sandbox.close_workspace(self.workspace)

@@ -10,7 +10,9 @@ server, still root:
 3. makes every mount private to the run and read-only, reading its own (now private, so
    stable) mount table; a mount that is gone by then is skipped, once the path is checked
    to be read-only or absent;
-4. binds the workspace on ``/tmp`` (read-write, nosuid, nodev) and makes it the working directory;
+4. in a seeded run, binds the run's entropy file (a stream drawn from its seed, read-only) over
+   ``/dev/urandom`` and ``/dev/random``; binds the workspace on ``/tmp`` (read-write, nosuid,
+   nodev) and makes it the working directory;
 5. covers the hidden paths (the source checkout with the task data, the acceptance tests),
    then every place a host socket can live (``/run``, ``/var/lib``, home directories, each
    directory the host's ``/proc/net/unix`` names) with an empty read-only tmpfs, and a socket
@@ -21,7 +23,12 @@ server, still root:
 
 then execs :func:`command`: ``unshare`` makes a PID namespace with its own ``/proc``,
 ``setpriv`` drops to the episode's uid and gid with no supplementary groups, and a
-``/bin/sh`` becomes the namespace's init, running ``python``. When the run ends or is
+``/bin/sh`` becomes the namespace's init, running ``python``. In a seeded run, ``nsenter`` first
+enters the episode's user namespace (made by the server: root stays root, the episode's uid and
+gid appear as a constant, :data:`SEEDED_ID`; every other id as nobody), and ``setpriv`` drops to
+that constant: the program sees the same uid in every episode, while the kernel sees the episode's
+own uid (limits, signals, files and the sweep all use it). The namespace's descriptor reaches
+``nsenter`` as fd 3, which the init shell closes before it runs ``python``. When the run ends or is
 killed, the server kills that init, and the kernel kills every process left in the namespace.
 
 Without namespaces, steps 2-6 are a plain ``chdir`` and the child drops to the episode's
@@ -45,13 +52,32 @@ from dataclasses import dataclass
 
 from servers.coding.accounts import Account
 
-__all__ = ["SETUP_FAILED", "VISIBLE_WORKDIR", "Plan", "command", "preexec", "remount_read_only", "sweeper", "unescape"]
+__all__ = [
+    "ENTROPY_DEVICES",
+    "SEEDED_ID",
+    "SETUP_FAILED",
+    "VISIBLE_WORKDIR",
+    "Plan",
+    "command",
+    "preexec",
+    "remount_read_only",
+    "sweeper",
+    "unescape",
+]
 
 SETUP_FAILED = 125
 """Exit status of a child whose confinement failed (its reason is in the report pipe)."""
 
 VISIBLE_WORKDIR = "/tmp"
 """Where the workspace appears inside the namespaces (the same path in every episode)."""
+
+SEEDED_ID = 1_000_000
+"""The uid and gid a seeded run sees itself as (its episode's own uid, mapped in a user namespace)."""
+
+ENTROPY_DEVICES = (b"/dev/urandom", b"/dev/random")
+"""What a seeded run's entropy file is bound over."""
+
+_USERNS_FD = 3  # where the user namespace's descriptor is passed to nsenter (a fixed number: argv shows it)
 
 _CLONE_NEWNS = 0x0002_0000
 _CLONE_NEWIPC = 0x0800_0000
@@ -74,6 +100,7 @@ _KEPT_FLAGS = {
 # pid 1 of a PID namespace ignores signals it has no handler for, so python must not be it:
 # the shell is, and reports a signal death the way shells do (status 128 + N).
 _INIT = '"$@"; exit $?'
+_INIT_SEEDED = f'exec {_USERNS_FD}<&-; "$@"; exit $?'
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _unshare = _libc.unshare
@@ -104,6 +131,8 @@ class Plan:
     seccomp: int = 0  # address of the filter's struct sock_fprog (0: none)
     report_fd: int = -1
     parent_pid: int = 0
+    entropy: bytes = b""  # a seeded run's entropy file, bound over /dev/urandom and /dev/random (b"": none)
+    userns_fd: int = -1  # a seeded run's user namespace, entered by nsenter (-1: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +142,7 @@ class Tools:
     unshare: str
     setpriv: str
     sh: str
+    nsenter: str | None = None  # seeded runs' constant uid needs it
 
 
 def command(plan: Plan, tools: Tools | None, python: str, script: str) -> list[str]:
@@ -122,10 +152,18 @@ def command(plan: Plan, tools: Tools | None, python: str, script: str) -> list[s
         return run
     assert tools is not None and plan.account is not None, "the namespace path needs util-linux and an account"
     uid, gid = plan.account.uid, plan.account.gid
+    enter: list[str] = []
+    init = _INIT
+    if plan.userns_fd >= 0:
+        assert tools.nsenter is not None, "a user namespace needs util-linux nsenter"
+        enter = [tools.nsenter, f"--user=/proc/self/fd/{_USERNS_FD}", "--"]
+        uid = gid = SEEDED_ID
+        init = _INIT_SEEDED
     return [
         *(tools.unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--"),
+        *enter,
         *(tools.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--pdeathsig=SIGKILL", "--"),
-        *(tools.sh, "-c", _INIT, "sh", *run),
+        *(tools.sh, "-c", init, "sh", *run),
     ]
 
 
@@ -181,10 +219,16 @@ def preexec(plan: Plan) -> Callable[[], None]:
     """The function the child runs before exec; it never returns half-confined."""
 
     def confine() -> None:
+        report_fd = plan.report_fd
         try:
             for fd in plan.cgroup_fds:  # first, so that everything the run holds is counted
                 os.write(fd, b"0")
             _close_on_exec_from(3)
+            if plan.userns_fd >= 0:  # the one descriptor the run inherits, for nsenter (the init shell closes it)
+                if report_fd == _USERNS_FD:
+                    report_fd = os.dup(report_fd)
+                os.dup2(plan.userns_fd, _USERNS_FD)
+                os.set_inheritable(_USERNS_FD, True)
             if plan.namespaces:
                 _enter_namespaces(plan)
             else:
@@ -205,11 +249,11 @@ def preexec(plan: Plan) -> Callable[[], None]:
             if plan.seccomp:
                 _check(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, plan.seccomp, 0, 0), "system-call filter")
         except _SetupError as exc:
-            _fail(plan.report_fd, f"{exc.step}: {os.strerror(exc.errno)}")
+            _fail(report_fd, f"{exc.step}: {os.strerror(exc.errno)}")
         except OSError as exc:
-            _fail(plan.report_fd, f"{exc.strerror or exc}")
+            _fail(report_fd, f"{exc.strerror or exc}")
         except BaseException as exc:  # never unwind into the forked copy of the server
-            _fail(plan.report_fd, repr(exc))
+            _fail(report_fd, repr(exc))
 
     return confine
 
@@ -240,6 +284,11 @@ def _enter_namespaces(plan: Plan) -> None:
     _check(_unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC), "unshare(mount, network, IPC)")
     _check(_mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
     remount_read_only(_read(b"/proc/self/mountinfo"))  # private now: no mount comes or goes any more
+    if plan.entropy:  # before the workspace hides the scratch directory it is in (on /tmp)
+        for device in ENTROPY_DEVICES:
+            if os.path.exists(device):
+                _check(_mount(plan.entropy, device, None, _MS_BIND, None), "bind the entropy over " + device.decode())
+                _check(_mount(None, device, None, _MS_REMOUNT | _MS_BIND | _COVER, None), "entropy read-only")
     workdir = VISIBLE_WORKDIR.encode()
     _check(_mount(plan.workspace, workdir, None, _MS_BIND, None), "bind the workspace")
     _check(_mount(None, workdir, None, _MS_REMOUNT | _MS_BIND | _MS_NOSUID | _MS_NODEV, None), "workspace rw")

@@ -43,12 +43,13 @@ class Capabilities:
 
 
 def find_tools() -> Tools | None:
-    """util-linux ``unshare`` and ``setpriv`` and a POSIX shell, or None when one is missing."""
-    found = [shutil.which(name, path=_SYSTEM_PATH) for name in ("unshare", "setpriv", "sh")]
-    unshare, setpriv, sh = found
+    """util-linux ``unshare`` and ``setpriv`` and a POSIX shell, or None when one is missing; and ``nsenter``
+    (util-linux too) when it is there, which seeded runs need to show a constant uid."""
+    found = [shutil.which(name, path=_SYSTEM_PATH) for name in ("unshare", "setpriv", "sh", "nsenter")]
+    unshare, setpriv, sh, nsenter = found
     if unshare is None or setpriv is None or sh is None:
         return None
-    return Tools(unshare=unshare, setpriv=setpriv, sh=sh)
+    return Tools(unshare=unshare, setpriv=setpriv, sh=sh, nsenter=nsenter)
 
 
 def require(capabilities: Capabilities, settings: CodingSettings) -> None:

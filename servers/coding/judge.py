@@ -37,15 +37,29 @@ class TestSuite:
 
 
 async def judge(
-    sandbox: Sandbox, home: Workspace, code: str, suite: TestSuite, *, hash_seed: int | None
+    sandbox: Sandbox,
+    home: Workspace,
+    code: str,
+    suite: TestSuite,
+    *,
+    hash_seed: int | None,
+    entropy: str | None = None,
 ) -> SubmitResult:
-    """Run ``code`` once per test, each in a fresh directory as ``home``'s account, in its control group."""
+    """Run ``code`` once per test, each in a fresh directory as ``home``'s account, in its control group.
+
+    ``entropy``: seed the runs (test ``n`` draws its stream from ``{entropy}/test-{n}``).
+    """
     failures = []
     tests = suite.tests
     for number, test in enumerate(tests, start=1):
         async with sandbox.scratch_workspace(home) as workspace:
             outcome = await sandbox.run(
-                workspace, code, stdin=test.input, timeout_s=suite.time_limit_s, hash_seed=hash_seed
+                workspace,
+                code,
+                stdin=test.input,
+                timeout_s=suite.time_limit_s,
+                hash_seed=hash_seed,
+                entropy=None if entropy is None else f"{entropy}/test-{number}",
             )
         found = verdict(outcome, test.output)
         if found != "passed":

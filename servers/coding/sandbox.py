@@ -13,6 +13,13 @@ one process tree (``python -s -B main.py``) in its own session, confined as
 :mod:`servers.coding.confinement` describes, with a minimal environment; its output is read
 as it comes and capped; a wall-clock timeout kills it; nothing it starts outlives the call:
 its PID namespace is killed, then every process of its uid, then anything left in its group.
+
+A seeded run (sim: ``entropy`` given) is a function of its episode's seed, its program and its
+files: besides ``PYTHONHASHSEED``, its ``/dev/urandom`` is a stream drawn from the key (so ``random``,
+``os.urandom``, ``secrets``, ``uuid4`` and temporary names repeat; ``getrandom`` answers ENOSYS so
+everything reads that stream), and it sees its uid and gid as a constant through a user namespace
+of its account (:mod:`servers.coding.confinement`). What stays outside the seed: the clock, and the
+addresses ASLR gives objects (``id()``, default ``repr``); turning ASLR off would weaken the sandbox.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import logging
 import math
 import os
+import random
 import resource
 import secrets
 import shutil
@@ -40,7 +49,7 @@ import anyio
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from servers.coding.accounts import Account, UidPool
 from servers.coding.cgroups import Cgroups, Group
-from servers.coding.confinement import VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
+from servers.coding.confinement import SEEDED_ID, VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
 from servers.coding.host import Capabilities, Covers, find_tools, hidden_paths, make_scratch, require, resolve_python
 from servers.coding.process import Capture, children, feed, kill_group, kill_namespace, read_report
 from servers.coding.quota import mount_capped, remove_capped, remove_stale
@@ -54,6 +63,9 @@ _GRACE_S = 1.0  # bound on the init shell exiting once its program is killed, be
 _TEARDOWN_S = 5.0  # bound on a killed run's namespace dying before its whole group is killed
 _TRUE = shutil.which("true") or "/bin/true"
 _CPU_LIMIT_STATUS = 128 + signal.SIGXCPU
+ENTROPY_BYTES = 256 * 1024
+"""How much of its stream a seeded run can read from /dev/urandom (more: Python's os.urandom raises)."""
+_CLONE_NEWUSER = 0x1000_0000
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +107,7 @@ class Sandbox:
         tools: Tools | None,
         capabilities: Capabilities,
         syscall_filter: Filter | None = None,
+        seeded_filter: Filter | None = None,
         cgroups: Cgroups | None = None,
     ) -> None:
         self.settings = settings
@@ -105,6 +118,8 @@ class Sandbox:
         self.capabilities = capabilities
         self.hidden_dirs, self.hidden_files = hidden_paths(settings)
         self.filter = syscall_filter
+        self.seeded_filter = seeded_filter
+        self._user_namespaces: dict[int, int] = {}  # uid -> a descriptor of the user namespace mapping it
         self.cgroups = cgroups or Cgroups(problem="the server is not root")
         self.covers = Covers([Path(python), Path(python).parent.parent / "lib", *_tool_paths(tools)])
         self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Slots] = weakref.WeakKeyDictionary()
@@ -147,6 +162,7 @@ class Sandbox:
                 users=users, namespaces=tools is not None, problems=tuple(problems), seccomp=syscall_filter is not None
             ),
             syscall_filter=syscall_filter,
+            seeded_filter=build(seeded=True),
             cgroups=cgroups,
         )
         for path in (*sandbox.hidden_dirs, *sandbox.hidden_files):
@@ -240,7 +256,49 @@ class Sandbox:
             workspace.group.remove()
         if workspace.owned:
             await asyncio.to_thread(self._remove_dir, workspace.path)
+        namespace = self._user_namespaces.pop(workspace.account.uid, None)
+        if namespace is not None:
+            os.close(namespace)
         self._release(workspace.account)
+
+    async def _user_namespace(self, account: Account) -> int | None:
+        """A user namespace for seeded runs of ``account``: root is root, the account's uid and gid are
+        :data:`SEEDED_ID`, nothing else is mapped; made once per account (None where it cannot be used)."""
+        tools = self.tools
+        if self.pool is None or not self.capabilities.namespaces or tools is None or tools.nsenter is None:
+            return None
+        found = self._user_namespaces.get(account.uid)
+        if found is not None:
+            return found
+        # A process in a new user namespace of its own, waiting on its stdin; the maps are written from here
+        # (root in the parent namespace), then the namespace is held by a descriptor and the process ends.
+        holder = await asyncio.create_subprocess_exec(
+            tools.sh,
+            "-c",
+            "read _",
+            stdin=asyncio.subprocess.PIPE,
+            preexec_fn=_new_user_namespace,
+            close_fds=True,
+            env={},
+        )
+        try:
+            for name, own in (("uid_map", account.uid), ("gid_map", account.gid)):
+                fd = os.open(f"/proc/{holder.pid}/{name}", os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, f"0 0 1\n{SEEDED_ID} {own} 1\n".encode())
+                finally:
+                    os.close(fd)
+            namespace = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise BackendUnavailable(f"Cannot make a user namespace for a seeded run: {exc.strerror}") from None
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            await holder.wait()
+        raced = self._user_namespaces.setdefault(account.uid, namespace)  # another run of the episode made one
+        if raced != namespace:
+            os.close(namespace)
+        return raced
 
     @asynccontextmanager
     async def scratch_workspace(self, workspace: Workspace) -> AsyncIterator[Workspace]:
@@ -312,9 +370,14 @@ class Sandbox:
         stdin: str,
         timeout_s: float,
         hash_seed: int | None = None,
+        entropy: str | None = None,
         script: str = "main.py",
     ) -> RunOutcome:
-        """Save ``code`` as ``script`` in the workspace and run it once, confined."""
+        """Save ``code`` as ``script`` in the workspace and run it once, confined.
+
+        ``entropy``: make the run seeded (see the module's docstring): its ``/dev/urandom`` is a stream
+        drawn from this key, and it sees its uid and gid as a constant.
+        """
         self.place(workspace, script, code)
         workdir = self.visible_workdir(workspace)
         env = {
@@ -327,13 +390,15 @@ class Sandbox:
             "PYTHONHASHSEED": "random" if hash_seed is None else str(hash_seed % 4_294_967_296),
         }
         data = stdin.encode("utf-8", errors="surrogatepass")
-        async with self._slots_here().hold(workspace.account.uid):
+        seeded = entropy is not None and self.capabilities.namespaces
+        async with self._slots_here().hold(workspace.account.uid), self._entropy(entropy if seeded else None) as pool:
+            userns = await self._user_namespace(workspace.account) if seeded else None
             try:
                 cgroup_fds = workspace.group.join_fds() if workspace.group is not None else []
             except OSError as exc:
                 raise BackendUnavailable(f"The sandbox's control group is unusable: {exc.strerror}") from None
             report_read, report_write = os.pipe()
-            plan = self._plan(workspace, timeout_s, report_write, tuple(cgroup_fds))
+            plan = self._plan(workspace, timeout_s, report_write, tuple(cgroup_fds), entropy=pool, userns=userns)
             started = time.monotonic()
             try:
                 process = await asyncio.create_subprocess_exec(
@@ -344,7 +409,9 @@ class Sandbox:
                     env=env,
                     preexec_fn=preexec(plan),
                     start_new_session=True,
-                    close_fds=True,
+                    # Closing happens after preexec, which marks every descriptor but 0-2 close-on-exec anyway;
+                    # a seeded run passes one on (its user namespace, for nsenter), which closing would take.
+                    close_fds=userns is None,
                 )
             except OSError as exc:
                 os.close(report_read)
@@ -358,7 +425,35 @@ class Sandbox:
                 raise BackendUnavailable(f"The sandbox could not confine the run ({report})")
             return await self._supervise(process, workspace, data, timeout_s, started)
 
-    def _plan(self, workspace: Workspace, timeout_s: float, report_fd: int, cgroup_fds: tuple[int, ...]) -> Plan:
+    @asynccontextmanager
+    async def _entropy(self, key: str | None) -> AsyncIterator[Path | None]:
+        """A seeded run's entropy file (``ENTROPY_BYTES`` drawn from ``key``, read-only), removed afterwards."""
+        if key is None:
+            yield None
+            return
+        path = self.scratch / f".entropy-{secrets.token_hex(8)}"
+        stream = random.Random(f"openenv-coding:{key}").randbytes(ENTROPY_BYTES)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+            with os.fdopen(fd, "wb") as file:
+                file.write(stream)
+        except OSError as exc:
+            raise BackendUnavailable(f"Cannot write a seeded run's entropy in {self.scratch}: {exc.strerror}") from None
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _plan(
+        self,
+        workspace: Workspace,
+        timeout_s: float,
+        report_fd: int,
+        cgroup_fds: tuple[int, ...],
+        *,
+        entropy: Path | None = None,
+        userns: int | None = None,
+    ) -> Plan:
         settings = self.settings
         cpu = max(1, math.ceil(timeout_s))
         memory = settings.memory_mb * 1024 * 1024
@@ -374,6 +469,7 @@ class Sandbox:
             limits.insert(0, (resource.RLIMIT_NPROC, settings.max_processes, settings.max_processes))
         namespaces = self.capabilities.namespaces
         covered_dirs, covered_files = self.covers.now() if namespaces else ((), ())
+        seccomp = self.seeded_filter if entropy is not None else self.filter
         return Plan(
             workspace=os.fsencode(workspace.path),
             namespaces=namespaces,
@@ -385,9 +481,11 @@ class Sandbox:
             covered_dirs=covered_dirs,
             covered_files=covered_files,
             cgroup_fds=cgroup_fds,
-            seccomp=self.filter.address if self.filter is not None else 0,
+            seccomp=seccomp.address if seccomp is not None else 0,
             report_fd=report_fd,
             parent_pid=os.getpid(),
+            entropy=os.fsencode(entropy) if entropy is not None else b"",
+            userns_fd=userns if userns is not None else -1,
         )
 
     async def _supervise(
@@ -562,4 +660,15 @@ class _Slots:
 
 
 def _tool_paths(tools: Tools | None) -> list[Path]:
-    return [] if tools is None else [Path(os.path.realpath(p)) for p in (tools.unshare, tools.setpriv, tools.sh)]
+    if tools is None:
+        return []
+    return [Path(os.path.realpath(p)) for p in (tools.unshare, tools.setpriv, tools.sh, tools.nsenter) if p]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _new_user_namespace() -> None:
+    """In a forked child: move into a new user namespace (the holder of :meth:`Sandbox._user_namespace`)."""
+    if _libc.unshare(_CLONE_NEWUSER) != 0:
+        os._exit(125)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -12,7 +15,7 @@ from openenv_mcp import BoundCall, ConfigError, Grade, Observation, Task, TaskSe
 from servers.coding.backends import CodingBackend
 from servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
 
-__all__ = ["CodingTask", "grade", "load_suite", "load_tasks"]
+__all__ = ["CodingTask", "grade", "load_suite", "load_tasks", "solve"]
 
 _HOW = (
     "\n\nWrite a Python 3 program that reads the input from standard input and writes the answer to standard "
@@ -50,6 +53,29 @@ def _task(item: dict[str, Any]) -> CodingTask:
 
 def _tests(raw: list[dict[str, str]]) -> tuple[TestCase, ...]:
     return tuple(TestCase(input=test["input"], output=test["output"]) for test in raw)
+
+
+_TABLE_PROGRAM = """\
+import base64, hashlib, json, sys, zlib
+ANSWERS = json.loads(zlib.decompress(base64.b64decode({table!r})))
+sys.stdout.write(ANSWERS.get(hashlib.sha256(sys.stdin.buffer.read()).hexdigest(), ""))
+"""
+
+
+def solve(task: CodingTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution the task data allows: a program that answers each hidden test from a table.
+
+    The table maps a digest of each test's input to its expected output, so the program passes every
+    hidden test: it shows the environment's ceiling and that the whole path (sandbox, judge, reward)
+    works, not an algorithm. The algorithmic reference programs stay out of the package on purpose
+    (``tests/servers/coding_solutions.py``). The program is tried once on the first test's input, as an
+    agent tries an example, then submitted.
+    """
+    answers = {hashlib.sha256(t.input.encode("utf-8")).hexdigest(): t.output for t in task.suite.tests}
+    table = base64.b64encode(zlib.compress(json.dumps(answers, sort_keys=True).encode("utf-8"), 9)).decode("ascii")
+    code = _TABLE_PROGRAM.format(table=table)
+    first = task.suite.tests[0].input if task.suite.tests else ""
+    return [("run_python", {"code": code, "stdin": first}), ("submit_solution", {"code": code})]
 
 
 def load_suite(path: Path) -> TestSuite:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from openenv_mcp import Environment, ProdService
 from servers.desktop.backends import DesktopBackend, ProdDesktop, SimDesktop
 from servers.desktop.settings import DesktopSettings
-from servers.desktop.tasks import DesktopTask, grade, load_tasks
+from servers.desktop.tasks import DesktopTask, grade, load_tasks, solve
 from servers.desktop.tools import tools
 
 __all__ = ["environment"]
@@ -44,6 +44,7 @@ environment: Environment[DesktopBackend, DesktopTask] = Environment(
             tested="in CI against an Xvfb display the test starts, running the sim editor",
         ),
     ),
+    solve=solve,
     examples=(
         ("screenshot", {}),
         ("move_mouse", {"x": 500, "y": 400}),

@@ -17,12 +17,12 @@ from __future__ import annotations
 import difflib
 import random
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 from servers.desktop.backends import AppState, DesktopBackend, Scenario
 
-__all__ = ["DesktopTask", "grade", "load_tasks", "score"]
+__all__ = ["DesktopTask", "grade", "load_tasks", "score", "solve"]
 
 Kind = Literal["type", "save", "menu", "replace"]
 Operation = Literal["sort", "upper", "lower"]
@@ -168,6 +168,35 @@ def load_tasks() -> TaskSet:
     """Twelve tasks of each kind: nine in train, three in test."""
     kinds: tuple[Kind, ...] = ("type", "save", "menu", "replace")
     return TaskSet(_task(kind, index) for kind in kinds for index in range(TASKS_PER_KIND))
+
+
+# Where the editor draws its Format menu and that menu's items: its window starts at the screen's top left
+# and its layout and fonts are fixed, so these hold at every screen size.
+FORMAT_MENU = (118, 39)
+FORMAT_ITEMS: dict[Operation, tuple[int, int]] = {"upper": (146, 84), "lower": (141, 106), "sort": (140, 128)}
+
+
+def solve(task: DesktopTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution: the GUI actions a competent user takes, from the task's text and names.
+
+    The same actions solve every episode of a task: the seed changes the document, never what to do.
+    """
+    if task.kind == "type":
+        return [("type_text", {"text": task.text}), ("key", {"keys": "ctrl+s"})]
+    if task.kind == "save":  # Save As opens with the file name selected: typing replaces it
+        return [("key", {"keys": "ctrl+shift+s"}), ("type_text", {"text": task.file}), ("key", {"keys": "Return"})]
+    if task.kind == "menu":
+        (menu_x, menu_y), (x, y) = FORMAT_MENU, FORMAT_ITEMS[task.operation]
+        return [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y}), ("key", {"keys": "ctrl+s"})]
+    return [
+        ("key", {"keys": "ctrl+h"}),
+        ("type_text", {"text": task.find}),
+        ("key", {"keys": "Tab"}),
+        ("type_text", {"text": task.replace_with}),
+        ("key", {"keys": "alt+a"}),  # Replace All
+        ("key", {"keys": "Escape"}),
+        ("key", {"keys": "ctrl+s"}),
+    ]
 
 
 def _similar(a: str, b: str) -> float:

@@ -12,7 +12,7 @@ from servers.email.backends import MailBackend
 from servers.email.prod import ProdMailbox
 from servers.email.settings import EmailSettings
 from servers.email.sim import SimMailbox
-from servers.email.tasks import EmailTask, grade, load_tasks
+from servers.email.tasks import EmailTask, grade, load_tasks, solve
 from servers.email.tools import tools
 
 __all__ = ["environment"]
@@ -71,6 +71,7 @@ environment: Environment[MailBackend, EmailTask] = Environment(
             "and over implicit TLS); no third-party provider is tested",
         ),
     ),
+    solve=solve,
     examples=(
         ("list_folders", {}),
         ("list_emails", {"folder": "INBOX", "unread_only": True, "limit": 5}),

@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 from servers.email.backends import MailBackend
@@ -47,7 +47,7 @@ from servers.email.drafts import Draft, subject_base
 from servers.email.models import Message
 from servers.email.sim import SimMailbox, fixture
 
-__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "grade", "load_tasks", "score"]
+__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "grade", "load_tasks", "score", "solve"]
 
 EXTRA_PENALTY = 0.2
 SENDING_TOOLS = frozenset({"send_email", "reply_email", "forward_email"})
@@ -102,6 +102,31 @@ def load_tasks() -> TaskSet:
         )
         for t in raw
     )
+
+
+def solve(task: EmailTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution, from what the task expects: for each expected message, read the message it
+    concerns (if any), then send it with the right recipients, form and the first spelling of every fact.
+
+    A reply answers the thread's latest message (to all when the task expects several people); a forward
+    forwards its message with the facts as its note; a new message's subject is its required words.
+    """
+    mailbox = fixture()
+    sign = mailbox.owner_name.split()[0]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for e in task.expect:
+        text = "Hello,\n\n" + "; ".join(spellings[0] for spellings in e.facts) + f"\n\n{sign}"
+        if e.kind == "new":
+            subject = " ".join(words[0] for words in e.subject).title()
+            calls.append(("send_email", {"to": sorted(e.to), "subject": subject, "body": text}))
+            continue
+        target = mailbox.by_message_id[e.targets[-1] if e.kind == "reply" else e.targets[0]].id
+        calls.append(("read_email", {"message_id": target}))
+        if e.kind == "reply":
+            calls.append(("reply_email", {"message_id": target, "body": text, "reply_all": len(e.to) > 1}))
+        else:
+            calls.append(("forward_email", {"message_id": target, "to": sorted(e.to), "note": text}))
+    return calls
 
 
 async def grade(task: EmailTask, mail: MailBackend, call: BoundCall, result: Observation) -> Grade:

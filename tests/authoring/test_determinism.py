@@ -60,13 +60,17 @@ def test_every_shipped_environment_is_deterministic_and_forks_into_the_same_stat
     assert problems == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="coding sim: random is seeded from os.urandom and the per-episode uid is visible to the code; "
-    "the audit catches both (a fix belongs in the sandbox: seed random, map the uid to a constant)",
-)
-@pytest.mark.parametrize("code", ["import random\nprint(random.random())", "import os\nprint(os.getuid())"])
-def test_coding_programs_that_read_entropy_or_their_uid_are_not_deterministic_yet(code: str) -> None:
+ENTROPY_AND_IDS = {
+    "random": "import random\nprint(random.random(), random.getrandbits(64))",
+    "urandom": "import os, secrets, uuid\nprint(os.urandom(8).hex(), secrets.token_hex(8), uuid.uuid4())",
+    "temporary names": "import tempfile\nprint(tempfile.mktemp(), tempfile.NamedTemporaryFile().name)",
+    "uid": "import os, re\nprint(os.getuid(), os.getgid(), os.stat('main.py').st_uid, "
+    "re.findall(r'(?m)^[UG]id:.*$', open('/proc/self/status').read()))",
+}
+
+
+@pytest.mark.parametrize("code", list(ENTROPY_AND_IDS.values()), ids=list(ENTROPY_AND_IDS))
+def test_coding_programs_that_read_entropy_or_their_uid_are_deterministic(code: str) -> None:
     problems = audit_determinism(load_environment("coding"), actions=[("run_python", {"code": code})], sequences=3)
     assert problems == []
 

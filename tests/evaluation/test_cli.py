@@ -97,6 +97,19 @@ def test_the_scripted_policy_solves_the_shipped_tasks_and_the_report_stands_alon
     assert "src=" not in page and "href=" not in page and "<script" not in page
 
 
+@pytest.mark.parametrize(("name", "tasks"), [("email", 6), ("coding", 8), ("memory", 6)])
+def test_the_scripted_policy_solves_every_test_task_of_each_shipped_environment(
+    workdir: Path, name: str, tasks: int
+) -> None:
+    done = run_eval(workdir, name, "-k", "1")  # the server started by name, in sim mode
+    assert done.returncode == 0, done.stderr
+    results = json.loads((workdir / "eval-results" / "results.json").read_text())
+    assert results["run"]["policy"] == "scripted"
+    overall = results["overall"]
+    assert (overall["tasks"], overall["errors"], overall["pass^k"]["1"]) == (tasks, 0, 1.0), results["tasks"]
+    assert all(t["rewards"] == [1.0] for t in results["tasks"])
+
+
 def test_unknown_split_or_task_is_a_clear_error(sim_server: LiveServer, workdir: Path) -> None:
     split = run_eval(workdir, sim_server.url, "--split", "dev")
     assert split.returncode == 2 and "has no split 'dev'; splits: train, test" in split.stderr

@@ -498,6 +498,10 @@ SURFACES = {
     "mount": "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None) == 0 or fail()",
     "unshare mount ns": "libc.unshare(0x20000) == 0 or fail()",
     "setns": "libc.setns(os.open('/proc/1/ns/mnt', os.O_RDONLY), 0) == 0 or fail()",
+    "setns into a user namespace": "libc.setns(os.open('/proc/1/ns/user', os.O_RDONLY), 0x10000000) == 0 or fail()",
+    "setns into the parent user namespace": (
+        "libc.setns(fcntl.ioctl(os.open('/proc/self/ns/user', os.O_RDONLY), 0xB702), 0x10000000) == 0 or fail()"
+    ),
     "ptrace traceme": "libc.ptrace(0, 0, 0, 0) == 0 or fail()",
     "bpf": "libc.syscall(321, 0, 0, 0) >= 0 or fail()",
     "perf_event_open": "libc.syscall(298, 0, 0, -1, -1, 0) >= 0 or fail()",
@@ -515,7 +519,7 @@ def test_kernel_surfaces_are_refused(server: LiveServer, attempt: str) -> None:
     if os.uname().machine != "x86_64":
         pytest.skip("the system-call numbers in these attempts are x86-64's")
     code = (
-        "import ctypes, os, socket, sys\n"
+        "import ctypes, fcntl, os, socket, sys\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "def fail():\n"
         "    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))\n"

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,9 +41,6 @@ from servers.desktop.tasks import DesktopTask, score
 from tests.support import LiveServer, live_server, require_service
 
 TASKS = {task.id: task for task in environment.tasks()}
-# Where the editor draws its Format menu at 1024x768 (its layout and fonts are fixed).
-FORMAT_MENU = (118, 39)
-FORMAT_ITEMS = {"upper": (146, 84), "lower": (141, 106), "sort": (140, 128)}
 
 
 @pytest.fixture(scope="module")
@@ -88,30 +88,12 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 10.0) 
         time.sleep(0.05)
 
 
-# scripted solutions: the GUI actions a competent agent would take -------------------------------------
+# the shipped solutions: the GUI actions a competent agent would take -------------------------------------
 
 
 def solve(env: EnvClient, task: DesktopTask) -> list[StepResult]:
-    if task.kind == "type":
-        steps = [("type_text", {"text": task.text}), ("key", {"keys": "ctrl+s"})]
-    elif task.kind == "save":
-        # Save As opens with the file name selected: typing replaces it.
-        steps = [("key", {"keys": "ctrl+shift+s"}), ("type_text", {"text": task.file}), ("key", {"keys": "Return"})]
-    elif task.kind == "menu":
-        x, y = FORMAT_ITEMS[task.operation]
-        menu_x, menu_y = FORMAT_MENU
-        steps = [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y}), ("key", {"keys": "ctrl+s"})]
-    else:
-        steps = [
-            ("key", {"keys": "ctrl+h"}),
-            ("type_text", {"text": task.find}),
-            ("key", {"keys": "Tab"}),
-            ("type_text", {"text": task.replace_with}),
-            ("key", {"keys": "alt+a"}),
-            ("key", {"keys": "Escape"}),
-            ("key", {"keys": "ctrl+s"}),
-        ]
-    return [act(env, tool, **arguments) for tool, arguments in steps]
+    assert environment.solve is not None
+    return [act(env, tool, **arguments) for tool, arguments in environment.solve(task)]
 
 
 @pytest.mark.parametrize("task_id", ["type-00", "type-01", "save-00", "menu-00", "menu-01", "menu-02", "replace-00"])
@@ -129,6 +111,23 @@ def test_every_task_kind_is_solved_by_a_scripted_gui_sequence(desktop: LiveServe
         state = env.state()
         assert state.total_reward == pytest.approx(1.0) and state.done
         env.close_episode()
+
+
+def test_openenv_mcp_eval_with_the_scripted_policy_solves_every_test_task(desktop: LiveServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.cli", "eval", desktop.url, "-k", "1", "--no-progress", "--out", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    tested = sorted(task.id for task in TASKS.values() if task.split == "test")
+    assert [t["task_id"] for t in results["tasks"]] == tested and len(tested) == 12
+    assert all(t["rewards"] == [1.0] for t in results["tasks"]), results["tasks"]
+    assert results["overall"]["pass^k"]["1"] == 1.0
 
 
 def test_a_wrong_attempt_scores_lower(desktop: LiveServer) -> None:

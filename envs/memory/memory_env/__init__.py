@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from memory_env.backends import open_prod, open_sim
 from memory_env.settings import MemorySettings
-from memory_env.tasks import grade, load_tasks
+from memory_env.tasks import grade, load_tasks, solve
 from memory_env.tools import tools
 from openenv_mcp import Environment, ProdService, Upstream
 
@@ -42,6 +42,7 @@ environment = Environment(
             upstream=UPSTREAM,
         ),
     ),
+    solve=solve,
     examples=(("read_graph", {}), ("search_nodes", {"query": "person"})),
     max_steps=20,
     version="0.1.0",

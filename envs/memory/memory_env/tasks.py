@@ -16,7 +16,7 @@ from typing import Any
 from memory_env.backends import Memory, SimMemory
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 
-__all__ = ["MemoryTask", "grade", "load_tasks", "score"]
+__all__ = ["MemoryTask", "grade", "load_tasks", "score", "solve"]
 
 Check = dict[str, str]
 
@@ -171,6 +171,45 @@ def load_tasks() -> TaskSet:
     return TaskSet(_build())
 
 
+def solve(task: MemoryTask) -> list[tuple[str, dict[str, Any]]]:
+    """The reference solution, from the goal checks: create what must exist, remove what must not, then link.
+
+    Entities first (relations and observations need them), then deletions (an observation to remove is
+    named by its exact text, found in the task's starting graph), then observations, then relations.
+    """
+    goals: dict[str, list[Check]] = {}
+    for check in task.goals:
+        goals.setdefault(check["kind"], []).append(check)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    if made := goals.get("entity"):
+        entities = [{"name": c["name"], "entityType": c["type"], "observations": []} for c in made]
+        calls.append(("create_entities", {"entities": entities}))
+    gone = [c["name"] for c in goals.get("no_entity", [])]
+    if gone:  # which takes their relations with them
+        calls.append(("delete_entities", {"entityNames": gone}))
+    if unlinked := [c for c in goals.get("no_relation", []) if c["from"] not in gone and c["to"] not in gone]:
+        relations = [_rel(c["from"], c["to"], c["type"]) for c in unlinked]
+        calls.append(("delete_relations", {"relations": relations}))
+    if wrong := goals.get("no_observation"):
+        start = {e["name"]: e["observations"] for e in task.entities}
+        deletions = [
+            {"entityName": c["name"], "observations": [o for o in start.get(c["name"], []) if _has(o, c)]}
+            for c in wrong
+        ]
+        calls.append(("delete_observations", {"deletions": deletions}))
+    if facts := goals.get("observation"):
+        observations = [{"entityName": c["name"], "contents": [c["contains"]]} for c in facts]
+        calls.append(("add_observations", {"observations": observations}))
+    if linked := goals.get("relation"):
+        calls.append(("create_relations", {"relations": [_rel(c["from"], c["to"], c["type"]) for c in linked]}))
+    return calls
+
+
+def _has(observation: str, check: Check) -> bool:
+    """Whether ``observation`` is one an (no_)observation check looks for (as the grade matches them)."""
+    return check["contains"].lower() in observation.lower()
+
+
 def _norm(text: str) -> str:
     return text.strip().lower().replace(" ", "_")
 
@@ -207,7 +246,7 @@ async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: 
     if not isinstance(memory, SimMemory):  # grading runs on sim episodes only
         raise TypeError(f"grade needs a SimMemory, got {type(memory).__name__}")
     before = 0.0 if memory.last_score is None else memory.last_score
-    now = score(task, memory)
+    now = round(score(task, memory), 6)  # rounded like the rewards, so they add up to the final score (not 0.999999)
     memory.last_score = now
     done = all(_passes(check, memory) for check in task.goals)
     return Grade(reward=round(now - before, 6), done=done)

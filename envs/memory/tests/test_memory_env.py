@@ -77,6 +77,16 @@ def test_a_solved_task_earns_one_and_ends(task_id: str) -> None:
         assert env.state().total_reward == pytest.approx(1.0)
 
 
+def test_the_shipped_solution_of_every_task_earns_exactly_one_and_ends() -> None:
+    assert environment.solve is not None
+    with serving(environment) as url, EnvClient(url) as env:
+        for task in environment.tasks():
+            env.reset(task_id=task.id, seed=7)
+            results = [env.step(tool, arguments) for tool, arguments in environment.solve(task)]
+            assert [r.done for r in results] == [False] * (len(results) - 1) + [True], task.id
+            assert env.state().total_reward == 1.0, task.id  # exactly: the rewards add up to the final score
+
+
 def test_destroying_what_was_not_asked_costs_reward() -> None:
     with serving(environment) as url, EnvClient(url) as env:
         env.reset(task_id="forget-1", seed=11)
