@@ -77,6 +77,6 @@ def test_every_command_of_the_authoring_guide_runs_as_written(tmp_path: Path, re
     assert done.returncode == 0, output[-4000:]
     assert "4 passed" in done.stdout  # the new package's own tests
     assert done.stdout.count("passed: 0 error(s)") == 2  # validate, live and by name
-    assert "404" in done.stdout.splitlines()  # /reset in prod
+    assert "404" in done.stdout.splitlines(), done.stdout[-3000:]  # /reset in prod
     assert (work / "notes" / "registry" / "notes.server.json").is_file()
     assert sys.executable  # (the project's interpreter made the venv's .pth; nothing else of it is used)
