@@ -155,8 +155,10 @@ class Rubric:
         prepare: Computes, once per graded step, what components share (``Scoring.data``); may be async.
         done: Whether the step ends the episode, after the per-step components (their values are in
             ``Scoring.scores``); default never (the step limit ends it).
-        progress: The backend attribute holding the total so far (``None`` or absent at the start counts as 0):
-            each step then earns the change of the total, not the total.
+        progress: The backend attribute holding the total so far: each step then earns the change of the total,
+            not the total. ``None`` (or absent) before the first graded step means ``start``.
+        start: With ``progress``, the total before the first graded step (e.g. the score of the episode's
+            initial state, so a step is not paid for what was true from the start); default 0.
         ndigits: Digits the total (and, with ``progress``, the reward) is rounded to; ``None``: not rounded.
     """
 
@@ -167,6 +169,7 @@ class Rubric:
         prepare: Callable[[Scoring], Any] | None = None,
         done: _Predicate | None = None,
         progress: str | None = None,
+        start: Callable[[Scoring], float] | None = None,
         ndigits: int | None = 4,
     ) -> None:
         if not components:
@@ -176,7 +179,7 @@ class Rubric:
             raise TypeError(f"Rubric component names must be unique; got {names}")
         self.components = components
         self.graded, self.prepare, self.done = graded, prepare, done
-        self.progress, self.ndigits = progress, ndigits
+        self.progress, self.start, self.ndigits = progress, start, ndigits
         self._step = tuple(c for c in components if not c.terminal)
         self._terminal = tuple(c for c in components if c.terminal)
 
@@ -199,6 +202,7 @@ class Rubric:
             prepare=self.prepare,
             done=self.done,
             progress=self.progress,
+            start=self.start,
             ndigits=self.ndigits,
         )
 
@@ -220,7 +224,9 @@ class Rubric:
         reward = total
         if self.progress is not None:
             before = getattr(backend, self.progress, None)
-            reward = total - (0.0 if before is None else float(before))
+            if before is None:
+                before = self.start(scoring) if self.start is not None else 0.0
+            reward = total - float(before)
             if self.ndigits is not None:
                 reward = round(reward, self.ndigits)
             setattr(backend, self.progress, total)
