@@ -12,7 +12,7 @@ and whose ``scores`` name each component's value, so a reward explains itself::
         done=lambda s: s.call.tool.name == "submit_answer",
     )
 
-One step, in order: ``graded`` says whether the rubric grades this step at all (others earn 0 and report no
+One step, in order: ``tools`` and ``graded`` say whether the rubric grades this step at all (others earn 0 and report no
 scores); ``prepare`` computes what several components share (``Scoring.data``); the per-step components are
 scored in declaration order; ``done`` says whether the step ends the episode; if it does, the terminal components
 are scored. A gate that scores below its threshold zeroes the step's total: the components after it are not
@@ -29,7 +29,7 @@ component has scored, so a failed step leaves the rubric's state as it was.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,7 @@ def Gate(
 
 
 _Predicate = Callable[[Scoring], "bool | Awaitable[bool]"]
+_UNGRADED = Grade()  # frozen: one instance serves every step a rubric does not grade
 
 
 async def _maybe(value: Any) -> Any:
@@ -151,7 +152,9 @@ class Rubric:
 
     Args:
         components: The parts, in the order they are scored and summed.
-        graded: Which steps the rubric grades (default: all); the others earn 0 and report no scores.
+        tools: Grade calls of these tools only (checked first, at no cost to the other steps: they earn 0 and
+            report no scores); default all.
+        graded: Which of those steps the rubric grades (default: all); the others earn 0 and report no scores.
         prepare: Computes, once per graded step, what components share (``Scoring.data``); may be async.
         done: Whether the step ends the episode, after the per-step components (their values are in
             ``Scoring.scores``); default never (the step limit ends it).
@@ -165,6 +168,7 @@ class Rubric:
     def __init__(
         self,
         *components: Component,
+        tools: Iterable[str] | None = None,
         graded: _Predicate | None = None,
         prepare: Callable[[Scoring], Any] | None = None,
         done: _Predicate | None = None,
@@ -178,6 +182,7 @@ class Rubric:
         if len(set(names)) != len(names):
             raise TypeError(f"Rubric component names must be unique; got {names}")
         self.components = components
+        self.tools = frozenset(tools) if tools is not None else None
         self.graded, self.prepare, self.done = graded, prepare, done
         self.progress, self.start, self.ndigits = progress, start, ndigits
         self._step = tuple(c for c in components if not c.terminal)
@@ -198,6 +203,7 @@ class Rubric:
             return self
         return Rubric(
             *bound,
+            tools=self.tools,
             graded=self.graded,
             prepare=self.prepare,
             done=self.done,
@@ -207,9 +213,11 @@ class Rubric:
         )
 
     async def __call__(self, task: Any, backend: Any, call: BoundCall, observation: Observation) -> Grade:
+        if self.tools is not None and call.tool.name not in self.tools:
+            return _UNGRADED  # most steps of most environments: kept to a set lookup
         scoring = Scoring(task, backend, call, observation)
         if self.graded is not None and not await _maybe(self.graded(scoring)):
-            return Grade()
+            return _UNGRADED
         if self.prepare is not None:
             scoring.data = await _maybe(self.prepare(scoring))
         total, passed = await self._score(self._step, scoring, 0.0)

@@ -87,6 +87,7 @@ def _ran_clean(s: Scoring) -> float:
 grade = Rubric(
     Criterion("tests_passed", lambda s: float(_result(s)["score"])),
     Criterion("ran_clean", _ran_clean, weight=0.0),
+    tools=("submit_solution",),
     graded=_submitted,
     done=lambda s: True,
     ndigits=None,

@@ -81,6 +81,7 @@ def _answer(s: Scoring) -> str:
 grade = Rubric(
     Criterion("exact_match", lambda s: exact_match(_answer(s), s.task.answers), weight=0.0),
     Criterion("answer_f1", lambda s: best_f1(_answer(s), s.task.answers)),
+    tools=("submit_answer",),
     graded=_submitted,
     done=lambda s: True,
 )

@@ -68,7 +68,7 @@ async def _rows(s: Scoring) -> tuple[list[list[Cell]], list[list[Cell]]]:
 grade = Rubric(
     Criterion("exact_rows", lambda s: exact_rows(*s.data, ordered=s.task.ordered), weight=0.5, terminal=True),
     Criterion("row_f1", lambda s: row_f1(*s.data), weight=0.5, terminal=True),
-    graded=lambda s: s.call.tool.name == "submit_answer",
+    tools=("submit_answer",),
     prepare=lambda s: _rows(s) if _submitted(s) else None,
     done=_submitted,
 )
