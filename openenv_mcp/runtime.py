@@ -424,7 +424,16 @@ class Runtime:
                             f"Episode {episode.id!r} is done after {episode.step_count} steps "
                             f"(total reward {episode.total_reward:g}); POST /reset to start another"
                         )
-                    observation, grade, truncated, ran = await self._advance(episode, bound)
+                    try:
+                        observation, grade, truncated, ran = await self._advance(episode, bound)
+                    except BackendUnavailable as exc:
+                        if episode.pending is None:  # the tool's own backend failed: nothing ran to completion
+                            raise
+                        raise type(exc)(
+                            f"{exc.message}. Step {episode.step_count + 1} ({bound.tool.name}) ran but is not "
+                            "graded, so it does not count yet: send the same action again to grade it (the tool "
+                            "does not run again)"
+                        ) from exc
                 result = Outcome(observation, episode, grade.reward, episode.done, truncated, grade.scores)
                 if grade.scores:
                     self.metrics.observe_scores(grade.scores)
@@ -458,12 +467,9 @@ class Runtime:
             bound, observation, ran = self._pending(episode, bound)
         try:
             grade = await self.grade(episode.task, episode.backend, bound, observation)
-        except BackendUnavailable as exc:
+        except BackendUnavailable:
             episode.pending = (bound, observation, ran)
-            raise type(exc)(
-                f"{exc.message}. Step {episode.step_count + 1} ({bound.tool.name}) ran but is not graded, so it does "
-                "not count yet: send the same action again to grade it (the tool does not run again)"
-            ) from exc
+            raise
         episode.pending = None
         episode.step_count += 1
         episode.total_reward += grade.reward

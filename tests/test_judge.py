@@ -214,11 +214,14 @@ def test_a_failed_gate_asks_no_judge_and_pays_nothing(quiz_server: LiveServer, f
 
 def test_the_same_input_is_judged_once(quiz_server: LiveServer, fake_judge: FakeJudge) -> None:
     with httpx.Client(base_url=quiz_server.url, timeout=30) as http:
-        first = _step(http, _reset(http), "answer", text="Paris, of course").json()
+        episode = _reset(http)
+        first = _step(http, episode, "answer", text="Paris, of course").json()
         second = _step(http, _reset(http), "answer", text="Paris, of course").json()
         other = _step(http, _reset(http), "answer", text="Lyon").json()
+        fork = http.post(f"/episodes/{episode}/fork", params={"via": "replay"})  # replays the judged step
     assert first["reward"] == second["reward"] == other["reward"] == 0.9
-    assert len(fake_judge.requests) == 2  # "Paris, of course" once (cached the second time), "Lyon" once
+    assert fork.status_code == 200 and fork.json()["info"]["total_reward"] == 0.9
+    assert len(fake_judge.requests) == 2  # "Paris, of course" once (cached for the second and the fork), "Lyon" once
 
 
 @pytest.mark.parametrize(

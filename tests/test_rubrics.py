@@ -249,3 +249,80 @@ def test_a_rubric_refuses_what_it_cannot_report() -> None:
         {"name": "g", "weight": 0.0, "gate": True, "terminal": False},
         {"name": "c", "weight": 2.0, "gate": False, "terminal": True},
     ]
+
+
+async def test_email_reports_its_three_parts_beside_the_reward() -> None:
+    from servers.email import environment as email_environment
+
+    runtime = build_runtime(email_environment, Settings(mode="sim", trajectories="off"))
+    await runtime.start()
+    try:
+        episode = (await runtime.reset(task_id="email-001")).episode_id
+        read = await runtime.call("list_folders", {}, episode)
+        assert read.scores is None
+        sent = await runtime.call(
+            "send_email",
+            {"to": ["rita.chen@globex.example"], "subject": "Renewal", "body": "Finance approved up to 18,000."},
+            episode,
+        )
+    finally:
+        await runtime.stop()
+    # a new message, not a reply in the thread: right person, right fact, wrong form
+    assert sent.scores == {"recipients": 1.0, "form": 0.0, "facts": 1.0, "attempted": 1.0, "extra_messages": 0.0}
+    assert (sent.reward, sent.done) == (0.8, True)  # 0.3 * recipients + 0.2 * form + 0.5 * facts
+
+
+async def test_memory_reports_goals_and_destroyed() -> None:
+    from memory_env import environment as memory_environment
+
+    runtime = build_runtime(memory_environment, Settings(mode="sim", trajectories="off"))
+    await runtime.start()
+    try:
+        task = runtime.tasks.get("forget-0")
+        person = next(check["name"] for check in task.goals if check["kind"] == "no_entity")  # type: ignore[attr-defined]
+        kept = next(e["name"] for e in task.entities if e["name"] != person)  # type: ignore[attr-defined]
+        episode = (await runtime.reset(task_id="forget-0")).episode_id
+        wrong = await runtime.call("delete_entities", {"entityNames": [kept]}, episode)
+        assert wrong.scores is not None and wrong.scores["destroyed"] > 0.0  # one of the entities to keep
+        assert wrong.reward == round(wrong.scores["goals"] - 0.5 * wrong.scores["destroyed"], 6)
+    finally:
+        await runtime.stop()
+
+
+def test_sql_and_search_totals_equal_the_formulas_they_replace_bit_for_bit() -> None:
+    import random
+    from collections import Counter as Multiset
+
+    from servers.search.tasks import normalize_answer, score_answer, token_f1
+    from servers.sql.tasks import _row, score_rows
+
+    def sql_before(submitted: list[list[Any]], gold: list[list[Any]], *, ordered: bool) -> float:
+        mine, theirs = [_row(r) for r in submitted], [_row(r) for r in gold]
+        if (mine == theirs) if ordered else (Multiset(mine) == Multiset(theirs)):
+            return 1.0
+        if not mine or not theirs:
+            return 0.0
+        common = sum((Multiset(mine) & Multiset(theirs)).values())
+        if common == 0:
+            return 0.0
+        precision, recall = common / len(mine), common / len(theirs)
+        return round(0.5 * 2 * precision * recall / (precision + recall), 4)
+
+    def search_before(prediction: str, answers: list[str]) -> float:
+        normalized = normalize_answer(prediction)
+        if normalized and any(normalized == normalize_answer(gold) for gold in answers):
+            return 1.0
+        return round(max((token_f1(prediction, gold) for gold in answers), default=0.0), 4)
+
+    rng = random.Random(15)
+    words = ["the", "red", "kestrel", "motors", "4,812", "m.", "Ada", "river"]
+    for _ in range(2000):
+        gold = [[rng.randint(0, 4), rng.choice("ab")] for _ in range(rng.randint(0, 7))]
+        mine = [[rng.randint(0, 4), rng.choice("ab")] for _ in range(rng.randint(0, 7))]
+        if rng.random() < 0.2:
+            mine = rng.sample(gold, len(gold))
+        ordered = rng.random() < 0.5
+        assert score_rows(mine, gold, ordered=ordered) == sql_before(mine, gold, ordered=ordered)
+        answers = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
+        prediction = " ".join(rng.sample(words, rng.randint(0, 4)))
+        assert score_answer(prediction, answers) == search_before(prediction, answers)
