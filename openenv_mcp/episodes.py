@@ -79,6 +79,7 @@ class Episode:
     log: list[LoggedStep] = field(default_factory=list)
     last_observation: Observation | None = None
     forked_from: str | None = None
+    pending: tuple[Any, Observation, float] | None = None  # a step that ran but whose grade failed (runtime)
 
     def touch(self) -> None:
         """Mark the episode active now (idle reaping counts from here)."""

@@ -7,10 +7,12 @@
     │   ├── InvalidToolArguments  the arguments do not match the tool's input schema
     │   └── ToolFailed         the tool ran and refused (a tool result with is_error, not a crash)
     ├── BackendUnavailable     a backend (database, mail server, ...) did not answer
+    │   └── JudgeUnavailable   an LLM judge (a rubric component) failed: timeout, HTTP error, garbage
     ├── EpisodeError           something about an episode
     │   ├── ResetNeeded        a sim call without an episode where one is required
     │   ├── EpisodeNotFound    unknown or already closed episode id
     │   ├── EpisodeFinished    the episode is done; reset to start another
+    │   ├── GradePending       a step ran but its grade failed: resend that action to grade it
     │   ├── SnapshotRejected   a snapshot this server did not make, or one altered since
     │   └── ReplayDiverged     replaying an episode's actions gave other observations (names the step)
     ├── CapacityExceeded       too many open episodes
@@ -38,8 +40,10 @@ __all__ = [
     "EpisodeError",
     "EpisodeFinished",
     "EpisodeNotFound",
+    "GradePending",
     "HostNotAllowed",
     "InvalidToolArguments",
+    "JudgeUnavailable",
     "ModeError",
     "OpenEnvError",
     "OriginNotAllowed",
@@ -98,6 +102,13 @@ class BackendUnavailable(OpenEnvError):
     status = 503
 
 
+class JudgeUnavailable(BackendUnavailable):
+    """An LLM judge did not give a verdict (timeout, HTTP error, an answer that is not a verdict)."""
+
+    code = "judge_unavailable"
+    status = 503
+
+
 class EpisodeError(OpenEnvError):
     code = "episode_error"
     status = 400
@@ -115,6 +126,14 @@ class EpisodeNotFound(EpisodeError):
 
 class EpisodeFinished(EpisodeError):
     code = "episode_finished"
+    status = 409
+
+
+class GradePending(EpisodeError):
+    """A step ran but its grade failed (a judge or backend did not answer); until the same action is sent
+    again (which grades it, without running the tool again) the episode takes no other action."""
+
+    code = "grade_pending"
     status = 409
 
 

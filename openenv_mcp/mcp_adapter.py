@@ -7,7 +7,8 @@ In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or b
 ``_meta["openenv-mcp/episode_id"]`` in the request (for stdio, which has no headers);
 without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
 The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
-``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``.
+``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``, and ``openenv-mcp/scores`` (the reward's named
+parts) when the grade has them (``docs/rewards.md``).
 
 In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
 episode of that task and binds it to the MCP session, so the session's later calls without an
@@ -140,6 +141,8 @@ class McpDoor:
                 f"{META_PREFIX}episode_id": outcome.episode.id,
                 f"{META_PREFIX}step_count": outcome.episode.step_count,
             }
+            if outcome.scores is not None:
+                meta[f"{META_PREFIX}scores"] = dict(outcome.scores)
         return _to_mcp(outcome.observation, meta)
 
     def http_routes(

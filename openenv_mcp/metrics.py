@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import prometheus_client.metrics
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -16,6 +16,7 @@ from prometheus_client.utils import floatToGoString
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+_SCORE_BUCKETS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -88,6 +89,15 @@ class Metrics:
         episodes.set_function(lambda: float(open_episodes()))
         info = Gauge("openenv_server_info", "The server and its mode", list(labels), registry=self.registry)
         info.labels(**labels).set(1)
+        self._server = server
+        self._scores = Histogram(
+            "openenv_reward_component",
+            "Graded steps' reward component values (a rubric's named scores), by server and component",
+            ["server", "component"],
+            buckets=_SCORE_BUCKETS,
+            registry=self.registry,
+        )
+        self._score_children: dict[str, Histogram] = {}
         self._mcp_sessions: Gauge | None = None
 
     def count_mcp_sessions(self, open_sessions: Callable[[], int]) -> None:
@@ -101,6 +111,15 @@ class Metrics:
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         self._tool_calls.observe(tool, outcome, seconds)
+
+    def observe_scores(self, scores: Mapping[str, float]) -> None:
+        """Count one graded step's named scores."""
+        children = self._score_children
+        for name, value in scores.items():
+            child = children.get(name)
+            if child is None:
+                child = children[name] = self._scores.labels(self._server, name)
+            child.observe(value)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -22,6 +22,7 @@ from openenv_mcp.errors import (
     BackendUnavailable,
     EpisodeError,
     EpisodeFinished,
+    GradePending,
     ModeError,
     OpenEnvError,
     ReplayDiverged,
@@ -43,6 +44,7 @@ from openenv_mcp.models import (
     construct,
 )
 from openenv_mcp.observers import EpisodeObserver
+from openenv_mcp.rubrics import bind_grade
 from openenv_mcp.settings import Settings
 from openenv_mcp.snapshots import SnapshotSigner, describe, toolset_digest
 from openenv_mcp.tasks import Grade, Task, TaskSet
@@ -69,22 +71,26 @@ class Outcome:
     reward: float
     done: bool
     truncated: bool = False  # done because the step limit ran out, not because the task ended
+    scores: Mapping[str, float] | None = None  # the grade's named parts (a rubric's components), if it has any
 
     def as_step(self) -> StepResult:
         episode = self.episode
         assert episode is not None, "prod calls have no step result"
+        info = {
+            "step_count": episode.step_count,
+            "total_reward": episode.total_reward,
+            "task_id": episode.task.id,
+            "truncated": self.truncated,
+        }
+        if self.scores is not None:
+            info["scores"] = self.scores
         return construct(
             StepResult,
             episode_id=episode.id,
             observation=self.observation,
             reward=self.reward,
             done=self.done,
-            info={
-                "step_count": episode.step_count,
-                "total_reward": episode.total_reward,
-                "task_id": episode.task.id,
-                "truncated": self.truncated,
-            },
+            info=info,
         )
 
 
@@ -97,6 +103,8 @@ class Runtime:
         self.server_settings = server_settings
         self.mode = settings.mode
         self.tools = env.tools
+        # a rubric's judges take their endpoint from the server's settings (a missing one: ConfigError, here)
+        self.grade = bind_grade(env.grade, server_settings) if self.sim else env.grade
         self.tasks: TaskSet = env.tasks()
         self.max_steps = settings.max_steps or env.max_steps
         self.observers: list[EpisodeObserver] = []
@@ -311,6 +319,24 @@ class Runtime:
     def _check_open(self, episode: Episode) -> None:
         if episode.closed:
             raise self.episodes.not_found(episode.id)
+        if episode.pending is not None:
+            raise GradePending(
+                f"Episode {episode.id!r} has a step whose grade failed ({episode.pending[0].tool.name}): send that "
+                "action again to grade it before forking or snapshotting the episode"
+            )
+
+    @staticmethod
+    def _pending(episode: Episode, bound: BoundCall) -> tuple[BoundCall, Observation, float]:
+        """The step that ran but was not graded, when ``bound`` is the same action; else GradePending."""
+        assert episode.pending is not None
+        pending, observation, ran = episode.pending
+        if (bound.tool.name, dict(bound.arguments)) != (pending.tool.name, dict(pending.arguments)):
+            raise GradePending(
+                f"Episode {episode.id!r}: step {episode.step_count + 1} ({pending.tool.name} "
+                f"{describe(pending.arguments)}) ran but its grade failed; send that same action again to grade "
+                "it (the tool does not run again), or close the episode"
+            )
+        return pending, observation, ran
 
     def _adopt(self, episode: Episode, log: list[LoggedStep]) -> None:
         episode.log = log
@@ -398,8 +424,19 @@ class Runtime:
                             f"Episode {episode.id!r} is done after {episode.step_count} steps "
                             f"(total reward {episode.total_reward:g}); POST /reset to start another"
                         )
-                    observation, grade, truncated, ran = await self._advance(episode, bound)
-                result = Outcome(observation, episode, grade.reward, episode.done, truncated)
+                    try:
+                        observation, grade, truncated, ran = await self._advance(episode, bound)
+                    except BackendUnavailable as exc:
+                        if episode.pending is None:  # the tool's own backend failed: nothing ran to completion
+                            raise
+                        raise type(exc)(
+                            f"{exc.message}. Step {episode.step_count + 1} ({bound.tool.name}) ran but is not "
+                            "graded, so it does not count yet: send the same action again to grade it (the tool "
+                            "does not run again)"
+                        ) from exc
+                result = Outcome(observation, episode, grade.reward, episode.done, truncated, grade.scores)
+                if grade.scores:
+                    self.metrics.observe_scores(grade.scores)
                 if episode.done and self.curriculum is not None:
                     self.curriculum.record(episode.task.id, episode.total_reward)
                 for observer in self.observers:
@@ -416,12 +453,25 @@ class Runtime:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 
     async def _advance(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]:
-        """Run one validated call on an episode (its lock held) and grade it: the one step, for calls and replays."""
-        ran = time.perf_counter()
-        observation = await bound.run(episode.backend)
-        ran = time.perf_counter() - ran
+        """Run one validated call on an episode (its lock held) and grade it: the one step, for calls and replays.
+
+        A step whose grade fails (a judge or backend error) ran but does not count: the episode keeps it as
+        pending and the error propagates (503). Sending the same action again grades it without running the
+        tool again; any other action is refused (:class:`GradePending`) until then.
+        """
+        if episode.pending is None:
+            ran = time.perf_counter()
+            observation = await bound.run(episode.backend)
+            ran = time.perf_counter() - ran
+        else:
+            bound, observation, ran = self._pending(episode, bound)
+        try:
+            grade = await self.grade(episode.task, episode.backend, bound, observation)
+        except BackendUnavailable:
+            episode.pending = (bound, observation, ran)
+            raise
+        episode.pending = None
         episode.step_count += 1
-        grade = await self.env.grade(episode.task, episode.backend, bound, observation)
         episode.total_reward += grade.reward
         truncated = not grade.done and episode.step_count >= episode.max_steps
         episode.done = grade.done or truncated

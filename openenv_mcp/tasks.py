@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from openenv_mcp.errors import EpisodeError
@@ -25,10 +25,16 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Grade:
-    """What one step earned: its reward, and whether the episode is over."""
+    """What one step earned: its reward, whether the episode is over, and optionally why.
+
+    ``scores`` names the parts the reward is made of (see :class:`~openenv_mcp.rubrics.Rubric`, which
+    builds them): an explanation of ``reward``, never a second reward. They appear in the step's
+    ``info["scores"]``, the MCP result's ``_meta``, trajectories and metrics.
+    """
 
     reward: float = 0.0
     done: bool = False
+    scores: Mapping[str, float] | None = None
 
 
 class TaskSet:

@@ -75,7 +75,13 @@ async def test_invalid_arguments_are_a_tool_error_and_unknown_tool_a_protocol_er
         with pytest.raises(MCPError, match="available: describe_table"):
             await client.call_tool("no_such_tool", {})
         still = await client.call_tool("run_query", {"sql": "SELECT 1 AS one"})
-        assert still.structured_content == {"columns": ["one"], "rows": [[1]], "row_count": 1, "truncated": False, "note": None}
+        assert still.structured_content == {
+            "columns": ["one"],
+            "rows": [[1]],
+            "row_count": 1,
+            "truncated": False,
+            "note": None,
+        }
 
 
 async def test_unknown_episode_header_is_a_tool_error(sim_server: LiveServer) -> None:

@@ -5,6 +5,8 @@
                "function": {"name": TOOL, "arguments": "{...}"}}]},
               {"role": "tool", "tool_call_id": "call_1", "content": OBSERVATION TEXT}, ...],
  "tools": [OpenAI function schemas], "reward": TOTAL, "rewards": [PER STEP], "done": true,
+ "scores": [PER STEP: [{"name": NAME, "value": VALUE}, ...]] (the reward's named parts: docs/rewards.md;
+            a list of pairs, not a mapping, so every record has one schema whatever the names),
  "task_id": ..., "split": ..., "seed": ..., "episode_id": ..., "server": ..., "id": ...}
 
 An episode a capturing policy played also carries ``turns`` (per model call: prompt_ids,
@@ -61,7 +63,7 @@ def chat_record(stored: StoredEpisode) -> dict[str, Any]:
         messages.append(tool_call_message(call_id, step["tool"], step["arguments"]))
         text = "\n".join(block["text"] for block in step["content"] if block.get("type") == "text")
         messages.append(tool_result_message(call_id, text))
-    return {
+    record = {
         "messages": messages,
         "tools": openai_tools(toolset["tools"]),
         "reward": episode["total_reward"],
@@ -74,6 +76,10 @@ def chat_record(stored: StoredEpisode) -> dict[str, Any]:
         "server": episode["server"],
         "id": episode["id"],
     }
+    record["scores"] = [
+        [{"name": name, "value": value} for name, value in (step.get("scores") or {}).items()] for step in stored.steps
+    ]
+    return record
 
 
 def iter_records(url: str, where: EpisodeFilter | None = None) -> Iterator[dict[str, Any]]:

@@ -62,6 +62,7 @@ class _Step(NamedTuple):
     total_reward: float
     tool_seconds: float
     at: float
+    scores: Mapping[str, float] | None = None
 
 
 class _Close(NamedTuple):
@@ -244,6 +245,7 @@ class TrajectoryRecorder:
                 episode.total_reward,
                 seconds,
                 time.time(),
+                outcome.scores,
             )
         )
         if self._enqueued_steps - self._written_steps >= self.batch_size:
@@ -328,6 +330,7 @@ def _rows(events: list[_Event], server: str, toolset: str) -> dict[str, list[dic
                     "done": event.done,
                     "tool_seconds": event.tool_seconds,
                     "at": event.at,
+                    "scores": event.scores,
                 }
             )
             progress[event.uid] = {

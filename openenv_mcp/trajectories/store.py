@@ -1,8 +1,9 @@
-"""Where trajectories live: three tables, written and read through SQLAlchemy (SQLite or PostgreSQL).
+"""Where trajectories live: four tables, written and read through SQLAlchemy (SQLite or PostgreSQL).
 
     trajectory_toolsets  one row per (server, description, tool list) seen: the tools an episode had
     trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
-    trajectory_steps     one row per step: tool and arguments, observation, reward, done, timings
+    trajectory_steps     one row per step: tool and arguments, observation, reward (and its named scores), done,
+                         timings
     trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
                          (written by the policy's side, joined to its episode by server and episode id)
 
@@ -10,6 +11,9 @@ The store is synchronous: the recorder calls it from its writer thread, the expo
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
 There are no foreign keys on purpose: a batch the database refused must not make later batches
 fail; the exporter skips episodes with missing steps instead.
+
+Columns are only ever added, and only nullable ones: :meth:`TrajectoryStore.create` adds a column this version
+has and an existing database lacks (``ALTER TABLE ... ADD COLUMN``), so an older file keeps working.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ steps = Table(
     Column("done", Boolean, nullable=False),
     Column("tool_seconds", Float, nullable=False),
     Column("at", Float, nullable=False),
+    Column("scores", JSON),  # the grade's named parts (a rubric's components); NULL without them
     UniqueConstraint("trajectory_id", "step"),
 )
 
@@ -169,16 +174,41 @@ class TrajectoryStore:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._has_turns: bool | None = None
+        self._step_columns: list[Column[Any]] | None = None
 
     def create(self) -> None:
         """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
         try:
             metadata.create_all(self.engine, checkfirst=True)
+            self._add_missing_columns()
+            self._step_columns = None
         except SQLAlchemyError as exc:
             raise ConfigError(
                 f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
             ) from None
+
+    def _add_missing_columns(self) -> None:
+        """Add the nullable columns a database made by an older version lacks (never drops or changes any)."""
+        found = inspect(self.engine)
+        preparer = self.engine.dialect.identifier_preparer
+        for table in metadata.sorted_tables:
+            have = {column["name"] for column in found.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in have or not column.nullable:
+                    continue
+                kind = column.type.compile(dialect=self.engine.dialect)
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(
+                        f"ALTER TABLE {preparer.quote(table.name)} ADD COLUMN {preparer.quote(column.name)} {kind}"
+                    )
+
+    def _select_steps(self, conn: Any) -> Any:
+        """``select(steps)`` of the columns this database has (one made by an older version lacks the newest)."""
+        if self._step_columns is None:
+            have = {column["name"] for column in inspect(conn).get_columns(steps.name)}
+            self._step_columns = [column for column in steps.columns if column.name in have]
+        return select(*self._step_columns)
 
     def check_readable(self) -> None:
         """Raise ConfigError unless the store exists and holds the trajectory tables (never creates a file)."""
@@ -285,7 +315,9 @@ class TrajectoryStore:
                 ids = [row["id"] for row in rows]
                 by_episode: dict[str, list[Mapping[str, Any]]] = {key: [] for key in ids}
                 step_query = (
-                    select(steps).where(steps.c.trajectory_id.in_(ids)).order_by(steps.c.trajectory_id, steps.c.step)
+                    self._select_steps(conn)
+                    .where(steps.c.trajectory_id.in_(ids))
+                    .order_by(steps.c.trajectory_id, steps.c.step)
                 )
                 for step in conn.execute(step_query):
                     by_episode[step.trajectory_id].append(dict(step._mapping))
@@ -339,7 +371,7 @@ class TrajectoryStore:
             found = dict(row._mapping)
             toolset = conn.execute(select(toolsets).where(toolsets.c.id == found["toolset_id"])).one()
             stored_steps = conn.execute(
-                select(steps).where(steps.c.trajectory_id == trajectory_id).order_by(steps.c.step)
+                self._select_steps(conn).where(steps.c.trajectory_id == trajectory_id).order_by(steps.c.step)
             )
             return StoredEpisode(
                 episode=found, toolset=dict(toolset._mapping), steps=[dict(step._mapping) for step in stored_steps]

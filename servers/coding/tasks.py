@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp import BoundCall, ConfigError, Grade, Observation, Task, TaskSet
-from servers.coding.backends import CodingBackend
+from openenv_mcp import ConfigError, Task, TaskSet
+from openenv_mcp.rubrics import Criterion, Rubric, Scoring
 from servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
 
 __all__ = ["CodingTask", "grade", "load_suite", "load_tasks", "solve"]
@@ -93,8 +93,30 @@ def load_suite(path: Path) -> TestSuite:
     return suite
 
 
-async def grade(task: CodingTask, backend: CodingBackend, call: BoundCall, result: Observation) -> Grade:
-    """Reward only on ``submit_solution`` (which ends the episode): the fraction of hidden tests passed."""
-    if call.tool.name != "submit_solution" or result.is_error or result.structured_content is None:
-        return Grade()
-    return Grade(reward=float(result.structured_content["score"]), done=True)
+def _submitted(s: Scoring) -> bool:
+    result = s.observation
+    return s.call.tool.name == "submit_solution" and not result.is_error and result.structured_content is not None
+
+
+def _result(s: Scoring) -> dict[str, Any]:
+    assert s.observation.structured_content is not None
+    return s.observation.structured_content
+
+
+def _ran_clean(s: Scoring) -> float:
+    """The share of hidden tests that ran to an answer (right or wrong): no crash, no time limit."""
+    result = _result(s)
+    crashed = sum(1 for f in result["failures"] if not str(f["verdict"]).startswith("wrong answer"))
+    return 1.0 - crashed / result["total"] if result["total"] else 0.0
+
+
+grade = Rubric(
+    Criterion("tests_passed", lambda s: float(_result(s)["score"])),
+    Criterion("ran_clean", _ran_clean, weight=0.0),
+    tools=("submit_solution",),
+    graded=_submitted,
+    done=lambda s: True,
+    ndigits=None,
+)
+"""Reward only on ``submit_solution`` (which ends the episode): ``tests_passed``, the fraction of hidden tests
+passed; ``ran_clean`` (weight 0) reports the share that neither crashed nor ran out of time."""

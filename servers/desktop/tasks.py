@@ -10,6 +10,10 @@ episode's folder and the editor's window title. A task's score is 1.0 when the e
 holds the expected text and is the one open with nothing unsaved (its name in the title, no
 ``*``); otherwise partial credit for a saved document that moved toward the goal. Each step
 earns the change in score, so an episode's total reward is its final score.
+
+The grade is a rubric (``docs/rewards.md``) of three parts: ``progress`` (weight 0.5) how far the saved
+document moved from its start toward the expected text (1 once it holds it), ``text`` (0.25) whether it holds
+exactly the expected text, ``saved_open`` (0.25) whether it is then the document open with nothing unsaved.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
+from openenv_mcp import Task, TaskSet
+from openenv_mcp.rubrics import Criterion, Rubric, Scoring
 from servers.desktop.backends import AppState, DesktopBackend, Scenario
 
-__all__ = ["DesktopTask", "grade", "load_tasks", "score", "solve"]
+__all__ = ["DesktopTask", "grade", "load_tasks", "parts", "score", "solve"]
 
 Kind = Literal["type", "save", "menu", "replace"]
 Operation = Literal["sort", "upper", "lower"]
@@ -203,33 +208,55 @@ def _similar(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def score(scenario: Scenario, state: AppState) -> float:
-    """How far the episode got: 1.0 done; up to 0.5 for a saved document that moved toward the goal."""
+def parts(scenario: Scenario, state: AppState) -> dict[str, float]:
+    """The score's parts: ``progress`` toward the expected text, ``text`` exact, ``saved_open`` with a clean title."""
     saved = state.documents.get(scenario.expect_file)
     if saved is None:
-        return 0.0
+        return {"progress": 0.0, "text": 0.0, "saved_open": 0.0}
     want = scenario.expect_text.rstrip()
     if saved.rstrip() == want:
         title = state.title
-        return 1.0 if scenario.expect_file in title and not title.startswith("*") else 0.75
+        clean = scenario.expect_file in title and not title.startswith("*")
+        return {"progress": 1.0, "text": 1.0, "saved_open": float(clean)}
     start = scenario.documents.get(scenario.expect_file, "").rstrip()
     baseline = _similar(start, want)
-    if baseline >= 1.0:
-        return 0.0
-    gained = (_similar(saved.rstrip(), want) - baseline) / (1.0 - baseline)
-    return round(0.5 * max(0.0, gained), 4)
+    gained = 0.0 if baseline >= 1.0 else (_similar(saved.rstrip(), want) - baseline) / (1.0 - baseline)
+    return {"progress": max(0.0, gained), "text": 0.0, "saved_open": 0.0}
 
 
-async def grade(task: DesktopTask, desk: DesktopBackend, call: BoundCall, result: Observation) -> Grade:
-    """Each step earns the change in the episode's score; done once the score is 1.0."""
+def score(scenario: Scenario, state: AppState) -> float:
+    """How far the episode got: 1.0 done; 0.75 for the right text not yet the clean open document; up to 0.5
+    for a saved document that moved toward the goal (the rubric's weighted total, 4 decimals)."""
+    found = parts(scenario, state)
+    return round(0.0 + 0.5 * found["progress"] + 0.25 * found["text"] + 0.25 * found["saved_open"], 4)
+
+
+def _graded(s: Scoring) -> bool:
+    return (
+        s.backend.scenario is not None
+        and not s.call.tool.annotations.get("readOnlyHint")
+        and not s.observation.is_error
+    )
+
+
+async def _state(s: Scoring) -> dict[str, float]:
+    desk: DesktopBackend = s.backend
     scenario = desk.scenario
-    if scenario is None or call.tool.annotations.get("readOnlyHint") or result.is_error:
-        return Grade()
+    assert scenario is not None
     documents = await desk.documents()
     saved = documents.get(scenario.expect_file)
     # The title only matters once the text is right: only then is it read (an X round trip).
     title = await desk.title() if saved is not None and saved.rstrip() == scenario.expect_text.rstrip() else ""
-    now = score(scenario, AppState(title, documents))
-    reward = round(now - desk.progress, 4)
-    desk.progress = now
-    return Grade(reward=reward, done=now >= 1.0)
+    return parts(scenario, AppState(title, documents))
+
+
+grade = Rubric(
+    Criterion("progress", lambda s: s.data["progress"], weight=0.5),
+    Criterion("text", lambda s: s.data["text"], weight=0.25),
+    Criterion("saved_open", lambda s: s.data["saved_open"], weight=0.25),
+    graded=_graded,
+    prepare=_state,
+    done=lambda s: s.data["text"] == 1.0 and s.data["saved_open"] == 1.0,
+    progress="progress",
+)
+"""Each step earns the change in the episode's score; done once the score is 1.0."""

@@ -30,6 +30,10 @@ Task score = mean over expected messages (0 for one never attempted) - 0.2 per e
 floored at 0. Each step's reward is the change in task score, so an episode's total reward is
 its final score (1.0 only for a perfect run). The episode is done once every expected message
 has been attempted, or at the step limit.
+
+Each graded step also reports its named scores (``docs/rewards.md``): ``recipients``, ``form`` and ``facts``
+(the means of those parts over the expected messages, 0 for one never attempted; ``facts`` only when the task
+lists some), ``attempted`` (the share of expected messages attempted) and ``extra_messages`` (how many).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from servers.email.drafts import Draft, subject_base
 from servers.email.models import Message
 from servers.email.sim import SimMailbox, fixture
 
-__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "grade", "load_tasks", "score", "solve"]
+__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "assess", "grade", "load_tasks", "score", "solve"]
 
 EXTRA_PENALTY = 0.2
 SENDING_TOOLS = frozenset({"send_email", "reply_email", "forward_email"})
@@ -133,10 +137,10 @@ async def grade(task: EmailTask, mail: MailBackend, call: BoundCall, result: Obs
     """Reward the change in task score after each message sent; 0 for every other step."""
     if call.tool.name not in SENDING_TOOLS or result.is_error or not isinstance(mail, SimMailbox):
         return Grade()
-    value, complete = score(task, [sent.draft for sent in mail.outbox], mail.fixture.by_message_id)
+    value, complete, scores = assess(task, [sent.draft for sent in mail.outbox], mail.fixture.by_message_id)
     reward = round(value - mail.awarded, 4)
     mail.awarded = value
-    return Grade(reward=reward, done=complete)
+    return Grade(reward=reward, done=complete, scores=scores)
 
 
 def score(task: EmailTask, sent: Sequence[Draft], messages: Mapping[str, Message]) -> tuple[float, bool]:
@@ -144,6 +148,14 @@ def score(task: EmailTask, sent: Sequence[Draft], messages: Mapping[str, Message
 
     ``messages`` maps Message-IDs to the fixture's messages (for the original subjects).
     """
+    value, complete, _ = assess(task, sent, messages)
+    return value, complete
+
+
+def assess(
+    task: EmailTask, sent: Sequence[Draft], messages: Mapping[str, Message]
+) -> tuple[float, bool, dict[str, float]]:
+    """:func:`score`, with the named scores that explain it."""
     attempts: dict[int, Draft] = {}
     extras = 0
     for draft in sent:
@@ -152,9 +164,20 @@ def score(task: EmailTask, sent: Sequence[Draft], messages: Mapping[str, Message
             extras += 1
         else:
             attempts[index] = draft
-    parts = [_score_one(e, attempts[i], messages) if i in attempts else 0.0 for i, e in enumerate(task.expect)]
+    found = [_parts(e, attempts[i], messages) if i in attempts else None for i, e in enumerate(task.expect)]
+    parts = [_combine(e, part) if part is not None else 0.0 for e, part in zip(task.expect, found, strict=True)]
     value = max(0.0, sum(parts) / len(parts) - EXTRA_PENALTY * extras)
-    return round(value, 4), len(attempts) == len(task.expect)
+    count = len(task.expect)
+    scores = {
+        name: sum(part[k] for part in found if part is not None) / count
+        for k, name in enumerate(("recipients", "form"))
+    }
+    facts = [part[2] if part is not None else 0.0 for e, part in zip(task.expect, found, strict=True) if e.facts]
+    if facts:
+        scores["facts"] = sum(facts) / len(facts)
+    scores["attempted"] = len(attempts) / count
+    scores["extra_messages"] = float(extras)
+    return round(value, 4), len(attempts) == count, scores
 
 
 def _forwarded(draft: Draft) -> str | None:
@@ -180,7 +203,15 @@ def _match(expect: Sequence[Expectation], attempts: Mapping[int, Draft], draft: 
     return None
 
 
-def _score_one(e: Expectation, draft: Draft, messages: Mapping[str, Message]) -> float:
+def _combine(e: Expectation, part: tuple[float, float, float]) -> float:
+    recipients, form, facts = part
+    if e.facts:
+        return round(0.3 * recipients + 0.2 * form + 0.5 * facts, 4)
+    return round(0.4 * recipients + 0.6 * form, 4)
+
+
+def _parts(e: Expectation, draft: Draft, messages: Mapping[str, Message]) -> tuple[float, float, float]:
+    """One expected message's recipients, form and facts parts (facts 1.0 when it lists none)."""
     actual = set(draft.recipients)
     recipients = len(actual & e.to) / len(actual | e.to)
     bases = {subject_base(messages[t].subject) for t in e.targets if t in messages}
@@ -195,9 +226,7 @@ def _score_one(e: Expectation, draft: Draft, messages: Mapping[str, Message]) ->
     else:
         fresh = draft.in_reply_to is None and draft.forward_of is None
         form = 0.5 * fresh + 0.5 * _share(e.subject, draft.subject)
-    if e.facts:
-        return round(0.3 * recipients + 0.2 * form + 0.5 * _share(e.facts, draft.text), 4)
-    return round(0.4 * recipients + 0.6 * form, 4)
+    return recipients, float(form), _share(e.facts, draft.text)
 
 
 def _prefixed(subject: str, prefix: str) -> bool:

@@ -3,7 +3,8 @@
 Reward, computed once, on ``submit_answer`` (which ends the episode): both sides are
 normalised (:func:`normalize_answer`); a submission equal to any gold answer or alias earns
 1.0, otherwise the best token F1 against them (partial credit, 0.0 with no word in common).
-Every other step earns 0.
+Every other step earns 0. The grade is a rubric (``docs/rewards.md``): ``answer_f1`` (weight 1) is the best
+token F1, which is 1.0 for an exact match; ``exact_match`` (weight 0) reports whether it was one.
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
-from servers.search.backends import SearchBackend
+from openenv_mcp import Task, TaskSet
+from openenv_mcp.rubrics import Criterion, Rubric, Scoring
 
-__all__ = ["SearchTask", "grade", "load_tasks", "normalize_answer", "score_answer", "solve", "token_f1"]
+__all__ = [
+    "SearchTask",
+    "best_f1",
+    "exact_match",
+    "grade",
+    "load_tasks",
+    "normalize_answer",
+    "score_answer",
+    "solve",
+    "token_f1",
+]
 
 _HOW = (
     "\n\nFind the answer in the document collection: search it (optionally filtered by category and date), "
@@ -57,11 +68,37 @@ def solve(task: SearchTask) -> list[tuple[str, dict[str, Any]]]:
     return [*calls, ("submit_answer", {"answer": task.answers[0]})]
 
 
-async def grade(task: SearchTask, index: SearchBackend, call: BoundCall, result: Observation) -> Grade:
-    """Score ``submit_answer`` (and end the episode); a refused submission or any other step earns 0."""
-    if call.tool.name != "submit_answer" or result.is_error or result.structured_content is None:
-        return Grade()
-    return Grade(reward=score_answer(result.structured_content["answer"], task.answers), done=True)
+def _submitted(s: Scoring) -> bool:
+    result = s.observation
+    return s.call.tool.name == "submit_answer" and not result.is_error and result.structured_content is not None
+
+
+def _answer(s: Scoring) -> str:
+    assert s.observation.structured_content is not None
+    return str(s.observation.structured_content["answer"])
+
+
+grade = Rubric(
+    Criterion("exact_match", lambda s: exact_match(_answer(s), s.task.answers), weight=0.0),
+    Criterion("answer_f1", lambda s: best_f1(_answer(s), s.task.answers)),
+    tools=("submit_answer",),
+    graded=_submitted,
+    done=lambda s: True,
+)
+"""Score ``submit_answer`` (and end the episode); a refused submission or any other step earns 0."""
+
+
+def exact_match(prediction: str, answers: tuple[str, ...] | list[str]) -> bool:
+    """Whether the normalised prediction equals a normalised gold answer or alias."""
+    normalized = normalize_answer(prediction)
+    return bool(normalized) and any(normalized == normalize_answer(gold) for gold in answers)
+
+
+def best_f1(prediction: str, answers: tuple[str, ...] | list[str]) -> float:
+    """The best token F1 against the gold answers (1.0 for an exact match)."""
+    if exact_match(prediction, answers):
+        return 1.0
+    return max((token_f1(prediction, gold) for gold in answers), default=0.0)
 
 
 def normalize_answer(text: str) -> str:
@@ -89,7 +126,4 @@ def token_f1(prediction: str, gold: str) -> float:
 
 def score_answer(prediction: str, answers: tuple[str, ...] | list[str]) -> float:
     """1.0 when the normalised prediction equals a normalised answer, else the best token F1 (4 decimals)."""
-    normalized = normalize_answer(prediction)
-    if normalized and any(normalized == normalize_answer(gold) for gold in answers):
-        return 1.0
-    return round(max((token_f1(prediction, gold) for gold in answers), default=0.0), 4)
+    return round(best_f1(prediction, answers), 4)

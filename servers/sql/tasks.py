@@ -1,4 +1,9 @@
-"""The SQL tasks and their grading: rows compared with the gold query's rows."""
+"""The SQL tasks and their grading: rows compared with the gold query's rows.
+
+The grade is a rubric (``docs/rewards.md``) that scores ``submit_answer`` only (which ends the episode):
+``exact_rows`` (weight 0.5) is 1 for the gold rows (in order when the question asks for one), ``row_f1``
+(weight 0.5) the row-level F1 against them; so the reward is 1.0 for the gold rows, else half the F1.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
+from openenv_mcp import Task, TaskSet
+from openenv_mcp.rubrics import Criterion, Rubric, Scoring
 from servers.sql.backends import SqlBackend
 from servers.sql.models import Cell
 
@@ -45,34 +51,60 @@ def solve(task: SqlTask) -> list[tuple[str, dict[str, Any]]]:
     return [("list_tables", {}), ("run_query", {"sql": task.gold_sql}), ("submit_answer", {"sql": task.gold_sql})]
 
 
-async def grade(task: SqlTask, db: SqlBackend, call: BoundCall, result: Observation) -> Grade:
-    """Reward only on ``submit_answer`` (which ends the episode); every other step earns 0."""
-    if call.tool.name != "submit_answer":
-        return Grade()
-    if result.is_error or result.structured_content is None:
-        return Grade(reward=0.0, done=False)
+def _submitted(s: Scoring) -> bool:
+    result = s.observation
+    return s.call.tool.name == "submit_answer" and not result.is_error and result.structured_content is not None
+
+
+async def _rows(s: Scoring) -> tuple[list[list[Cell]], list[list[Cell]]]:
+    task: SqlTask = s.task
     if task.id not in _gold:  # the fixture is the same for every episode, so the gold rows are too
+        db: SqlBackend = s.backend
         _gold[task.id] = (await db.query(task.gold_sql, limit=100_000)).rows
-    return Grade(reward=score_rows(result.structured_content["rows"], _gold[task.id], ordered=task.ordered), done=True)
+    assert s.observation.structured_content is not None
+    return s.observation.structured_content["rows"], _gold[task.id]
+
+
+grade = Rubric(
+    Criterion("exact_rows", lambda s: exact_rows(*s.data, ordered=s.task.ordered), weight=0.5, terminal=True),
+    Criterion("row_f1", lambda s: row_f1(*s.data), weight=0.5, terminal=True),
+    tools=("submit_answer",),
+    prepare=lambda s: _rows(s) if _submitted(s) else None,
+    done=_submitted,
+)
+"""Reward only on ``submit_answer`` (which ends the episode, unless refused); every other step earns 0."""
+
+
+def exact_rows(submitted: list[list[Cell]], gold: list[list[Cell]], *, ordered: bool) -> bool:
+    """Whether the rows are the gold rows (in order when the question asks for one), values normalised."""
+    mine = [_row(r) for r in submitted]
+    theirs = [_row(r) for r in gold]
+    return (mine == theirs) if ordered else (Counter(mine) == Counter(theirs))
+
+
+def row_f1(submitted: list[list[Cell]], gold: list[list[Cell]]) -> float:
+    """The row-level F1 of ``submitted`` against ``gold`` (rows as multisets, values normalised; 1.0 for both
+    empty)."""
+    mine = Counter(_row(r) for r in submitted)
+    theirs = Counter(_row(r) for r in gold)
+    if mine == theirs:
+        return 1.0
+    common = sum((mine & theirs).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / sum(mine.values()), common / sum(theirs.values())
+    return 2 * precision * recall / (precision + recall)
 
 
 def score_rows(submitted: list[list[Cell]], gold: list[list[Cell]], *, ordered: bool) -> float:
     """1.0 for the gold rows (in order when the question asks for one); else half the row-level F1.
 
     Values are normalised first: numbers rounded to 2 decimals (so 63750, 63750.0 and "63750.00"
-    agree), text stripped. Rows with the wrong number of columns never match.
+    agree), text stripped. Rows with the wrong number of columns never match. The rubric's total:
+    ``0.5 * exact_rows + 0.5 * row_f1``, to 4 decimals.
     """
-    mine = [_row(r) for r in submitted]
-    theirs = [_row(r) for r in gold]
-    if (mine == theirs) if ordered else (Counter(mine) == Counter(theirs)):
-        return 1.0
-    if not mine or not theirs:
-        return 0.0
-    common = sum((Counter(mine) & Counter(theirs)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(mine), common / len(theirs)
-    return round(0.5 * 2 * precision * recall / (precision + recall), 4)
+    exact = float(exact_rows(submitted, gold, ordered=ordered))
+    return round(0.0 + 0.5 * exact + 0.5 * row_f1(submitted, gold), 4)
 
 
 def _row(row: list[Cell]) -> tuple[object, ...]:

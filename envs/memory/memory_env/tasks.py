@@ -5,7 +5,8 @@ move a relation, forget an entity, correct an observation, and link every employ
 organisation to a project (which needs reading the graph first). Each task lists goal checks
 on the resulting graph; the score is the fraction met, minus half the fraction of entities the
 episode destroyed that it was not asked to. Every goal check is false at the start, so an
-episode's total reward is its final score.
+episode's total reward is its final score. Each step reports the two parts as named scores
+(``goals``, weight 1, and ``destroyed``, weight -0.5; see openenv-mcp's docs/rewards.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from memory_env.backends import Memory, SimMemory
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 
-__all__ = ["MemoryTask", "grade", "load_tasks", "score", "solve"]
+__all__ = ["MemoryTask", "grade", "load_tasks", "parts", "score", "solve"]
 
 Check = dict[str, str]
 
@@ -231,14 +232,21 @@ def _passes(check: Check, memory: SimMemory) -> bool:
     return found if kind == "relation" else not found
 
 
-def score(task: MemoryTask, memory: SimMemory) -> float:
-    """Goal checks met (a fraction), minus half the fraction of entities destroyed without being asked."""
+def parts(task: MemoryTask, memory: SimMemory) -> dict[str, float]:
+    """The score's parts: ``goals`` (the fraction of goal checks met) and ``destroyed`` (the fraction of entities
+    destroyed without being asked)."""
     met = sum(_passes(check, memory) for check in task.goals) / len(task.goals)
     asked = {check["name"] for check in task.goals if check["kind"] == "no_entity"}
     keep = memory.initial_names - asked
     names = {e["name"] for e in memory.entities}
     destroyed = len(keep - names) / len(keep) if keep else 0.0
-    return met - 0.5 * destroyed
+    return {"goals": met, "destroyed": destroyed}
+
+
+def score(task: MemoryTask, memory: SimMemory) -> float:
+    """Goal checks met (a fraction), minus half the fraction of entities destroyed without being asked."""
+    found = parts(task, memory)
+    return found["goals"] - 0.5 * found["destroyed"]
 
 
 async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: Observation) -> Grade:
@@ -246,7 +254,9 @@ async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: 
     if not isinstance(memory, SimMemory):  # grading runs on sim episodes only
         raise TypeError(f"grade needs a SimMemory, got {type(memory).__name__}")
     before = 0.0 if memory.last_score is None else memory.last_score
-    now = round(score(task, memory), 6)  # rounded like the rewards, so they add up to the final score (not 0.999999)
+    found = parts(task, memory)
+    # rounded like the rewards, so they add up to the final score (not 0.999999)
+    now = round(found["goals"] - 0.5 * found["destroyed"], 6)
     memory.last_score = now
     done = all(_passes(check, memory) for check in task.goals)
-    return Grade(reward=round(now - before, 6), done=done)
+    return Grade(reward=round(now - before, 6), done=done, scores=found)
