@@ -100,10 +100,11 @@ class OpenAIPolicy:
         self._http = httpx.AsyncClient(timeout=timeout, headers=headers)
 
     async def __call__(self, episode: RolloutEpisode) -> None:
-        messages: list[ChatMessage] = []
-        if episode.server.description:
-            messages.append({"role": "system", "content": episode.server.description})
-        messages.append({"role": "user", "content": episode.prompt})
+        messages: list[ChatMessage] = list(episode.history)
+        if not messages:
+            if episode.server.description:
+                messages.append({"role": "system", "content": episode.server.description})
+            messages.append({"role": "user", "content": episode.prompt})
         tools = episode.server.openai_tools
         for _ in range(self.max_turns or episode.max_steps):
             reply = await self.complete(messages, tools)
