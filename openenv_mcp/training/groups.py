@@ -12,7 +12,8 @@
 first ``steps`` steps of a rollout ``policy`` (fewer if the policy stops sooner; calls the server refuses are
 not steps). A prefix that ends the episode is an error: its forks would be finished copies with nothing left
 to compare. Every member starts in the root's state after the prefix (same observation, step count and
-reward so far: the server's fork guarantees it) and goes on independently; the caller closes the members.
+reward so far: the server's fork guarantees it) and goes on independently; the caller closes the members
+(the async twin closes them itself if it is cancelled before it returns them).
 
 :meth:`PrefixGroup.messages` is the prefix as a chat (the task as the user turn, then one assistant tool call
 and its tool answer per step), the history each member's model continues from; trainers mask it out of the
@@ -21,6 +22,7 @@ loss, since no member generated it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Sequence
@@ -255,7 +257,16 @@ async def ashared_prefix_group(
             except (ToolError, EpisodeFinished) as exc:
                 raise _refused(group, index, tool, exc) from None
             _played(group, tool, arguments, result)
-        items = await client.fork_batch([group.root_id] * k)
+        # shielded: cancelled meanwhile, the forks are still made, so they are known and closed here
+        request = asyncio.ensure_future(client.fork_batch([group.root_id] * k))
+        try:
+            items = await asyncio.shield(request)
+        except asyncio.CancelledError:
+            made = [item.result.episode_id for item in await request if item.result is not None]
+            for episode_id in made:
+                with contextlib.suppress(OpenEnvError, httpx.HTTPError):
+                    await client.close_episode(episode_id=episode_id)
+            raise
         for episode_id in _members(group, items):
             with contextlib.suppress(OpenEnvError, httpx.HTTPError):
                 await client.close_episode(episode_id=episode_id)
