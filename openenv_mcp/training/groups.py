@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,7 +39,14 @@ from openenv_mcp.rollout.runner import Policy, RolloutEpisode
 from openenv_mcp.rollout.server import ServerInfo
 from openenv_mcp.trajectories.chat import ChatMessage, tool_call_message, tool_result_message
 
-__all__ = ["PrefixGroup", "PrefixStep", "ashared_prefix_group", "prefix_actions", "shared_prefix_group"]
+__all__ = [
+    "MemberPool",
+    "PrefixGroup",
+    "PrefixStep",
+    "ashared_prefix_group",
+    "prefix_actions",
+    "shared_prefix_group",
+]
 
 Action = tuple[str, dict[str, Any]]
 
@@ -108,8 +116,13 @@ class PrefixGroup:
 
 
 def prefix_actions(value: Any, *, where: str = "the prefix") -> list[Action]:
-    """``value`` as ``(tool, arguments)`` pairs: it may hold pairs, or ``{"tool", "arguments"}`` objects (a dataset
-    column, JSON). A clear :class:`~openenv_mcp.errors.ConfigError` otherwise."""
+    """``value`` as ``(tool, arguments)`` pairs: it may hold pairs, or ``{"tool", "arguments"}`` objects, or be
+    their JSON text (a dataset column). A clear :class:`~openenv_mcp.errors.ConfigError` otherwise."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where} is not JSON ({exc}): give a list of actions") from None
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise ConfigError(f"{where} must be a list of actions ({{'tool': ..., 'arguments': {{...}}}}), got {value!r}")
     actions: list[Action] = []
@@ -209,6 +222,46 @@ def shared_prefix_group(
         with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # reaped already, or the server is gone
             client.close_episode(episode_id=group.root_id)
     return group
+
+
+class MemberPool:
+    """Members of shared-prefix groups handed out one at a time by group key, for trainers that open one episode
+    per generation (TRL's ``reset(**row)``): the first taker of a key builds its group of ``k`` members, the
+    next ``k - 1`` takers of that key get the others, and the one after starts a new group. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[StepResult]] = {}
+        self._lock = threading.Lock()
+
+    def take(
+        self, client: EnvClient, key: str, *, task_id: str, seed: int, k: int, actions: Sequence[Action]
+    ) -> StepResult:
+        """A member of ``key``'s group (built with :func:`shared_prefix_group` when none is waiting)."""
+        with self._lock:
+            waiting = self._waiting.get(key)
+            if not waiting:
+                group = shared_prefix_group(client, task_id=task_id, seed=seed, k=k, actions=actions)
+                waiting = self._waiting[key] = list(group.members)
+            member = waiting.pop(0)
+            if not waiting:
+                del self._waiting[key]
+            return member
+
+    def waiting(self) -> int:
+        """Members built and not handed out yet."""
+        with self._lock:
+            return sum(len(members) for members in self._waiting.values())
+
+    def close(self, client: EnvClient) -> int:
+        """Close the members not handed out; how many."""
+        with self._lock:
+            left = [member.episode_id for members in self._waiting.values() for member in members]
+            self._waiting.clear()
+        for episode_id in left:
+            with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # reaped already, or the server is gone
+                client.close_episode(episode_id=episode_id)
+        return len(left)
 
 
 class _PrefixEpisode(RolloutEpisode):
