@@ -290,12 +290,15 @@ def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(trl_python: P
 
 
 class _Recorder:
-    """Every episode the server opens (in order), every step, and each episode's reward when it is closed."""
+    """Every episode the server opens (in order, with its source and state if a fork), every step, and each
+    episode's reward (and steps) when it is closed."""
 
     def __init__(self) -> None:
         self.opened: list[str] = []
+        self.forked: dict[str, tuple[str, int, float]] = {}
         self.tools: list[str] = []
         self.closed: dict[str, float] = {}
+        self.steps: dict[str, int] = {}
 
     async def start(self) -> None: ...
 
@@ -303,22 +306,27 @@ class _Recorder:
 
     def on_reset(self, episode: Any, observation: Any) -> None:
         self.opened.append(episode.id)
+        if episode.forked_from is not None:
+            self.forked[episode.id] = (episode.forked_from, episode.step_count, episode.total_reward)
 
     def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None:
         self.tools.append(call.tool.name)
 
     def on_close(self, episode: Any) -> None:
         self.closed[episode.id] = episode.total_reward
+        self.steps[episode.id] = episode.step_count
 
 
 @installs_trl
 def test_grpo_trains_two_steps_on_the_servers_rewards(trl_python: Path, tmp_path: Path) -> None:
+    """Two rows of sql-001, one plain and one after a shared prefix (list_tables): one optimizer step each."""
     recorder = _Recorder()
     report = tmp_path / "report.json"
+    example = [str(ROOT / "examples" / "trl_grpo.py"), "--tasks", "sql-001", "--prefix", '[{"tool": "list_tables"}]']
     with live_server(sql, mode="sim", max_episodes=64) as server:
         server.runtime.observe(recorder)
         done = subprocess.run(
-            [str(trl_python), str(ROOT / "examples" / "trl_grpo.py"), "--server", server.url, "--report", str(report)],
+            [str(trl_python), *example, "--server", server.url, "--report", str(report)],
             capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE}, cwd=ROOT, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-4000:]
@@ -327,12 +335,23 @@ def test_grpo_trains_two_steps_on_the_servers_rewards(trl_python: Path, tmp_path
     assert facts["global_step"] == 2 and facts["class"] == "SqlEnv"
     assert recorder.tools and set(recorder.tools) <= {"list_tables", "submit_answer"}  # the model's calls reached it
     batch = facts["batch"]
+    assert set(recorder.closed) == set(recorder.opened)  # every episode closed: roots, members, plain ones
+    forks: dict[str, list[str]] = {}
+    for episode, (root, _, _) in recorder.forked.items():
+        forks.setdefault(root, []).append(episode)
+    # task_rows played the prefix once to write the row's prompt (a root and one fork); TRL's prefix step forked
+    # one root once per generation, each member after the prefix's one step with its reward so far
+    [(_, made), (root, members)] = sorted(forks.items(), key=lambda item: len(item[1]))
+    assert len(made) == 1 and len(members) == batch
+    assert {recorder.forked[m][1:] for m in members} == {(1, 0.0)} and recorder.steps[root] == 1
+    assert len({(recorder.steps[m], recorder.closed[m]) for m in members}) > 1  # then each went its own way
     # TRL's probe instance opens no episode; each optimizer step plays one batch of episodes, in order
-    assert len(recorder.opened) == 2 * batch and set(recorder.closed) == set(recorder.opened)
+    rollouts = [e for e in recorder.opened if e not in forks and e not in made]
+    assert len(rollouts) == 2 * batch and members in (rollouts[:batch], rollouts[batch:])
     logged = [entry for entry in facts["log_history"] if "rewards/SqlEnv/mean" in entry]
     assert len(logged) == 2
     for step, entry in enumerate(logged):
-        rewards = [recorder.closed[e] for e in recorder.opened[step * batch : (step + 1) * batch]]
+        rewards = [recorder.closed[e] for e in rollouts[step * batch : (step + 1) * batch]]
         assert float(entry["rewards/SqlEnv/mean"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
         assert float(entry["reward"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
     assert "step 2: reward" in done.stdout
