@@ -17,7 +17,8 @@ reward so far: the server's fork guarantees it) and goes on independently; the c
 
 :meth:`PrefixGroup.messages` is the prefix as a chat (the task as the user turn, then one assistant tool call
 and its tool answer per step), the history each member's model continues from; trainers mask it out of the
-loss, since no member generated it.
+loss, since no member generated it. :class:`MemberPool` hands a group's members out one at a time by a group
+key, for trainers that open one episode per generation (TRL's ``reset(**row)``).
 """
 
 from __future__ import annotations
