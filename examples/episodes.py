@@ -13,6 +13,7 @@ import sys
 
 from openenv_mcp import EnvClient
 from openenv_mcp.curriculum import Curriculum
+from openenv_mcp.training.groups import shared_prefix_group
 
 
 def main(url: str) -> None:
@@ -29,15 +30,19 @@ def main(url: str) -> None:
         # --- end fork
 
         # --- group
-        env.reset(task_id="sql-002", seed=3)
-        env.step("describe_table", {"table": "orders"})
-        group = [item.result.episode_id for item in env.fork_batch([env.episode_id or ""] * 4) if item.result]
-        print("group of", len(group), "forks, each after 1 step")
-        for episode_id in group:
+        prefix = [("list_tables", {}), ("describe_table", {"table": "customers"})]
+        group = shared_prefix_group(env, task_id="sql-001", seed=3, k=4, actions=prefix)  # the root is closed
+        print("group of", len(group.members), "forks, each after", group.members[0].info["step_count"], "steps")
+        rewards = []
+        for guess, episode_id in zip([58, 59, 60, 61], group.episode_ids, strict=True):  # each goes on alone
+            rewards.append(env.step("submit_answer", {"rows": [[guess]]}, episode_id=episode_id).reward)
             env.close_episode(episode_id=episode_id)
+        print("members' rewards:", rewards)  # GRPO compares these: one state, four continuations
         # --- end group
 
         # --- snapshot
+        env.reset(task_id="sql-002", seed=3)
+        env.step("describe_table", {"table": "orders"})
         snapshot = env.snapshot()  # data: task, seed, actions, digests; signed by this server
         text = snapshot.model_dump_json()  # store it anywhere; restore it here, on a replica, after a restart
         print("snapshot:", snapshot.step_count, "steps,", len(text), "bytes")

@@ -3,6 +3,7 @@
     pip install "openenv-mcp[trl]"                      # trl, transformers, datasets; torch==2.13.0 for a CPU build
     python examples/trl_grpo.py --model Qwen/Qwen3-0.6B  # starts `openenv-mcp serve sql` itself
     python examples/trl_grpo.py --server http://127.0.0.1:8000 --model Qwen/Qwen3-0.6B --steps 50
+    python examples/trl_grpo.py --prefix '[{"tool": "list_tables"}]'   # also groups from a shared prefix
 
 Without ``--model`` it trains a tiny model built here from a config (no download), with a byte-level tokenizer and
 TRL's own Qwen2.5 tool-calling chat template. That model knows nothing: its output is fixed by its weights to a few
@@ -10,6 +11,10 @@ whole tool calls (listing the tables, submitting the answer to sql-001, calling 
 of its turn, sampled at random. It shows the plumbing on a CPU in under a minute: tool calls reach the server as
 steps, refused calls come back to the model as messages, the server's rewards are the rewards GRPO learns from, and
 no episode is left open. ``--report FILE`` writes what TRL logged (the test reads it).
+
+``--prefix ACTIONS`` (JSON) adds a second row per task: the task after those actions, as a shared-prefix group
+(docs/trl.md): the ``--generations`` rollouts of that prompt each continue a fork of one episode that played the
+actions once, so GRPO compares continuations of one state.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="sql-001,sql-004", help="comma-separated task ids ('' for all of train)")
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps")
     parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt (GRPO's group)")
+    parser.add_argument("--prefix", help='actions, e.g. \'[{"tool": "list_tables"}]\': add shared-prefix rows')
     parser.add_argument("--report", type=Path, help="write TRL's log history and the run's facts here (JSON)")
     args = parser.parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -94,11 +100,17 @@ def run(server: Any, args: argparse.Namespace) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_mcp.training.trl import environment_factory, task_rows
+    from openenv_mcp import EnvClient
+    from openenv_mcp.training.trl import PREFIX_COLUMNS, environment_factory, task_rows
 
     Env = environment_factory(server)
     wanted = [t for t in args.tasks.split(",") if t]
-    rows = [row for row in task_rows(server) if not wanted or row["task_id"] in wanted]
+    with EnvClient(Env.url) as client:
+        tasks = [task for task in client.tasks(split="train").tasks if not wanted or task.id in wanted]
+    rows = task_rows(Env.url, tasks=tasks)
+    if args.prefix:  # the same tasks after a shared prefix: each row is a group of --generations forks
+        rows += task_rows(Env.url, tasks=tasks, prefix=json.loads(args.prefix), group_size=args.generations)
+        rows = [{column: None for column in PREFIX_COLUMNS} | row for row in rows]  # one set of columns
     with tempfile.TemporaryDirectory() as scratch:
         if args.model:
             model, tokenizer = args.model, None

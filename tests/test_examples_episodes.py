@@ -33,6 +33,7 @@ def test_the_example_forks_snapshots_restores_and_runs_a_curriculum(sim_server: 
     assert done.returncode == 0, done.stderr
     assert "fork: 2 steps, via fast" in done.stdout
     assert "continuations: 1.0 0.0" in done.stdout
-    assert "group of 4 forks, each after 1 step" in done.stdout
+    assert "group of 4 forks, each after 2 steps" in done.stdout
+    assert "members' rewards: [0.0, 0.0, 1.0, 0.0]" in done.stdout
     assert "restored: 1 steps, via replay" in done.stdout
     assert "curriculum draws: 20" in done.stdout

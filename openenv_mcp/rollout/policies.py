@@ -116,10 +116,11 @@ class OpenAIPolicy:
             await self.capture(episode.server.name, episode.episode_id, turns)
 
     async def _play(self, episode: RolloutEpisode, turns: list[Turn]) -> None:
-        messages: list[ChatMessage] = []
-        if episode.server.description:
-            messages.append({"role": "system", "content": episode.server.description})
-        messages.append({"role": "user", "content": episode.prompt})
+        messages: list[ChatMessage] = list(episode.history)
+        if not messages:
+            if episode.server.description:
+                messages.append({"role": "system", "content": episode.server.description})
+            messages.append({"role": "user", "content": episode.prompt})
         tools = episode.server.openai_tools
         for _ in range(self.max_turns or episode.max_steps):
             reply, turn = await self._complete(messages, tools)

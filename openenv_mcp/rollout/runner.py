@@ -25,6 +25,7 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
 from openenv_mcp.rollout.server import ServerInfo
+from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
     "EpisodeResult",
@@ -46,16 +47,31 @@ class PolicyError(OpenEnvError):
 
 
 class RolloutEpisode:
-    """One episode as a policy sees it: the task, the tools, and :meth:`step`."""
+    """One episode as a policy sees it: the task, the tools, and :meth:`step`.
 
-    def __init__(self, client: AsyncEnvClient, server: ServerInfo, first: StepResult, seed: int) -> None:
+    ``history`` is the conversation so far when the episode goes on from another's state (a member of a
+    shared-prefix group, :mod:`openenv_mcp.training.groups`): a chat policy continues it instead of
+    opening with the task.
+    """
+
+    def __init__(
+        self,
+        client: AsyncEnvClient,
+        server: ServerInfo,
+        first: StepResult,
+        seed: int,
+        *,
+        history: Sequence[ChatMessage] = (),
+    ) -> None:
         self.server = server
         self.first = first
         self.seed = seed
         self.last = first
-        self.steps = 0
-        self.reward = 0.0
-        self.done = False
+        # a fork starts where its source was: its steps and reward so far (0 after a reset)
+        self.steps = int(first.info.get("step_count", 0))
+        self.reward = float(first.info.get("total_reward", 0.0))
+        self.done = first.done
+        self.history = list(history)
         self.latencies: list[float] = []
         self._client = client
 

@@ -14,6 +14,12 @@ How :class:`OpenEnvMCPEnv` maps Atropos' ``BaseEnv`` onto a sim server:
   completions asked of Atropos' server manager (``self.server.chat_completion``), so Atropos'
   load balancing, semaphores, health checks and retries apply. A group in which an episode
   failed (the server or the model answered an error) is dropped and logged, not scored.
+- **shared prefix** (``prefix_steps`` > 0): a group is instead ``group_size`` forks of one episode
+  after its first ``prefix_steps`` steps, played once by the model
+  (:func:`~openenv_mcp.training.groups.ashared_prefix_group`), so the group's scores compare
+  continuations of one state. Every member's transcript opens with the prefix (the task, then one
+  tool call and its answer per step); the prefix is masked out of the loss, since no member
+  generated it. A prefix that ends the episode drops the group, logged.
 - **scores**: each episode's total environment reward.
 - **tokens and masks**: the transcript rendered by ``tokenizer_name``'s chat template with the
   tools; every assistant turn is trained, everything else is masked (-100). ``messages`` holds the
@@ -47,8 +53,9 @@ from pydantic import Field
 
 from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.models import TaskInfo
+from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
+from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = ["OpenEnvMCPEnv", "OpenEnvMCPEnvConfig", "Played", "TaskItem", "tokenize_transcript"]
@@ -71,6 +78,12 @@ class OpenEnvMCPEnvConfig(BaseEnvConfig):  # type: ignore[misc, unused-ignore]
     temperature: float = Field(default=1.0, description="Sampling temperature of training episodes")
     eval_temperature: float = Field(default=0.0, description="Sampling temperature of evaluation episodes")
     max_turns: int | None = Field(default=None, description="Model calls per episode at most (default: step limit)")
+    prefix_steps: int = Field(
+        default=0,
+        ge=0,
+        description="When > 0, each group is group_size forks of one episode after the first prefix_steps steps "
+        "the model plays on it (a shared prefix): GRPO compares continuations of one state",
+    )
 
 
 class TaskItem(TypedDict):
@@ -89,6 +102,7 @@ class Played:
     steps: int
     done: bool
     messages: list[ChatMessage] = field(default_factory=list)
+    context: int = 0  # the leading messages no member generated (a shared prefix): never learnt
 
 
 @dataclass(slots=True)
@@ -144,6 +158,7 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         self.eval_tasks: list[TaskInfo] = []
         self.rewards: list[float] = []
         self.eval_metrics: list[tuple[str, float]] = []
+        self._open: set[str] = set()  # members of shared-prefix groups not closed yet
 
     @classmethod
     def config_init(cls) -> tuple[OpenEnvMCPEnvConfig, list[Any]]:
@@ -180,9 +195,28 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         return item
 
     async def collect_trajectories(self, item: TaskItem) -> tuple[Any, list[TaskItem]]:
-        group = await asyncio.gather(
-            *(self.play(item, self._train_policy) for _ in range(self.config.group_size)), return_exceptions=True
-        )
+        size = self.config.group_size
+        prefix = None
+        if self.config.prefix_steps:
+            try:
+                prefix = await ashared_prefix_group(
+                    self._client, task_id=item["task_id"], seed=item["seed"], k=size, policy=self._train_policy,
+                    steps=self.config.prefix_steps, server=self._server_info,
+                )  # fmt: skip
+            except Exception as exc:  # as a member's failure below: the group is dropped, and logged
+                reason = f"{type(exc).__name__}: {exc}"
+                logger.warning("Dropped the group of task %s, seed %s: %s", item["task_id"], item["seed"], reason)
+                return None, []
+            self._open.update(prefix.episode_ids)
+            history = prefix.messages(self._server_info.description)
+            plays = [self.play(item, self._train_policy, start=m, history=history) for m in prefix.members]
+        else:
+            plays = [self.play(item, self._train_policy) for _ in range(size)]
+        try:
+            group = await asyncio.gather(*plays, return_exceptions=True)
+        finally:  # a member whose play never started (cancelled first) is still open: close it
+            for episode_id in [] if prefix is None else set(prefix.episode_ids) & self._open:
+                await self._close(episode_id)
         failures = [outcome for outcome in group if isinstance(outcome, BaseException)]
         if failures:
             reasons = "; ".join(sorted({f"{type(e).__name__}: {e}" for e in failures}))
@@ -192,7 +226,7 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         tools = self._server_info.openai_tools
         scored = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[] if self.config.include_messages else None)
         for episode in played:
-            tokens, masks = tokenize_transcript(self.tokenizer, episode.messages, tools)
+            tokens, masks = tokenize_transcript(self.tokenizer, episode.messages, tools, context=episode.context)
             scored["tokens"].append(tokens)
             scored["masks"].append(masks)
             scored["scores"].append(episode.reward)
@@ -201,19 +235,44 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         self.rewards.extend(episode.reward for episode in played)
         return scored, []
 
-    async def play(self, item: TaskItem, policy: OpenAIPolicy) -> Played:
-        """One episode of ``item``'s task and seed, driven by ``policy``; the episode is closed whatever happens."""
-        first = await self._client.reset(task_id=item["task_id"], seed=item["seed"])
-        episode = RolloutEpisode(self._client, self._server_info, first, item["seed"])
+    async def play(
+        self,
+        item: TaskItem,
+        policy: OpenAIPolicy,
+        *,
+        start: StepResult | None = None,
+        history: Sequence[ChatMessage] = (),
+    ) -> Played:
+        """One episode of ``item``'s task and seed, driven by ``policy``; the episode is closed whatever happens.
+
+        ``start`` is an episode already open (a member of a shared-prefix group) that goes on from ``history``;
+        by default a new one is opened.
+        """
+        first = start or await self._open_episode(item)
+        episode = RolloutEpisode(self._client, self._server_info, first, item["seed"], history=history)
         transcript = _Transcript()
         token = _transcript.set(transcript)
         try:
             await policy(episode)
         finally:
             _transcript.reset(token)
-            with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # the server is gone or reaped it
-                await self._client.close_episode(episode_id=episode.episode_id)
-        return Played(item, episode.reward, episode.steps, episode.done, transcript.messages)
+            await self._close(episode.episode_id)
+        return Played(item, episode.reward, episode.steps, episode.done, transcript.messages, len(history))
+
+    async def _open_episode(self, item: TaskItem) -> StepResult:
+        # shielded: cancelled meanwhile (Atropos stopping), the episode is still opened, so it is known and closed
+        request = asyncio.ensure_future(self._client.reset(task_id=item["task_id"], seed=item["seed"]))
+        try:
+            return await asyncio.shield(request)
+        except asyncio.CancelledError:
+            with contextlib.suppress(OpenEnvError, httpx.HTTPError):
+                await self._close((await request).episode_id)
+            raise
+
+    async def _close(self, episode_id: str) -> None:
+        self._open.discard(episode_id)
+        with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # the server is gone or reaped it
+            await self._client.close_episode(episode_id=episode_id)
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         started = time.time()
@@ -262,13 +321,15 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
 
 
 def tokenize_transcript(
-    tokenizer: Any, messages: Sequence[ChatMessage], tools: list[dict[str, Any]]
+    tokenizer: Any, messages: Sequence[ChatMessage], tools: list[dict[str, Any]], *, context: int = 0
 ) -> tuple[list[int], list[int]]:
     """A transcript's tokens through the tokenizer's chat template (tools included), and its masks.
 
     Each assistant turn keeps its token ids in the mask (it is learnt); system, user and tool
-    turns are ``-100``. Tool-call arguments are given to the template as objects, as Hugging
-    Face chat templates expect, not as the JSON strings of the OpenAI format.
+    turns are ``-100``, and so are the assistant turns among the first ``context`` messages (a
+    shared prefix, which the model did not generate in this episode). Tool-call arguments are
+    given to the template as objects, as Hugging Face chat templates expect, not as the JSON
+    strings of the OpenAI format.
     """
     chat = [_for_template(message) for message in messages]
 
@@ -281,7 +342,7 @@ def tokenize_transcript(
     tokens = render(chat)
     masks = [IGNORED] * len(tokens)
     for index, message in enumerate(chat):
-        if message["role"] == "assistant":
+        if message["role"] == "assistant" and index >= context:
             start, end = len(render(chat[:index], generation_prompt=True)), len(render(chat[: index + 1]))
             masks[start:end] = tokens[start:end]
     return tokens, masks

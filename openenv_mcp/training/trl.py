@@ -23,6 +23,13 @@ instantiates once per rollout (with no arguments), then reuses:
 - **reset(\\*\\*row)** closes the instance's previous episode and opens one from the dataset row's
   ``task_id``, ``split`` and ``seed`` columns (each optional; other columns are ignored), and
   returns the task's prompt, which TRL appends to the row's last prompt message.
+- **Shared prefixes.** A row with a ``prefix`` column (actions, as :func:`task_rows` writes it with
+  ``prefix=``) makes the episode a member of a group forked from one episode after those actions
+  (:mod:`openenv_mcp.training.groups`): TRL resets one instance per generation with the same row,
+  so the ``group_size`` generations of a prompt (``GRPOConfig.num_generations``) each get a fork
+  of one root, in the same state, and GRPO compares their continuations. Rows sharing a ``group``
+  key share a root (by default the key is the task, seed and prefix). The row's ``prompt`` holds
+  the prefix as a chat (the task, then each tool call and its answer), so ``reset`` adds nothing.
 - **A call** is a step of that episode (``POST /step``). It returns the observation's text. A call
   the server refuses (the tool's own error, an unknown tool, invalid arguments, a finished
   episode, the server gone) raises :class:`~openenv_mcp.errors.OpenEnvError` with the server's
@@ -45,11 +52,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
+import json
 import keyword
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal, Union
 
@@ -60,8 +69,10 @@ from openenv_mcp.deploy.providers.base import Provider
 from openenv_mcp.errors import BackendUnavailable, ConfigError, EpisodeFinished, OpenEnvError, ResetNeeded, ToolFailed
 from openenv_mcp.models import TaskInfo
 from openenv_mcp.rollout.server import ServerInfo, discover
+from openenv_mcp.training.groups import MemberPool, prefix_actions, shared_prefix_group
 
 __all__ = [
+    "PREFIX_COLUMNS",
     "ROW_COLUMNS",
     "ToolEnvironment",
     "environment_factory",
@@ -73,7 +84,11 @@ __all__ = [
 ]
 
 ROW_COLUMNS = ("task_id", "split", "seed")
-"""The dataset columns ``reset(**row)`` reads; every other column is ignored."""
+"""The dataset columns ``reset(**row)`` reads to open an episode; every other column is ignored, but for
+``PREFIX_COLUMNS``."""
+
+PREFIX_COLUMNS = ("prefix", "group", "group_size")
+"""The columns of a row whose episode is a member of a shared-prefix group (:func:`task_rows` with ``prefix=``)."""
 
 _RESERVED = {"reset", "get_reward"}  # TRL's own method names: a tool may not take them
 _SCALARS = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
@@ -98,6 +113,7 @@ class ToolEnvironment:
     token: ClassVar[str | None]
     max_observation_length: ClassVar[int]
     _instances: ClassVar[weakref.WeakSet[ToolEnvironment]]
+    _pool: ClassVar[MemberPool]  # members of shared-prefix groups not handed to an instance yet
 
     def __init__(self) -> None:
         self.reward = 0.0
@@ -111,13 +127,20 @@ class ToolEnvironment:
         self._lock = threading.Lock()
         type(self)._instances.add(self)
 
-    def reset(self, **row: Any) -> str:
-        """Close the previous episode, open one from the row's task_id, split and seed; the task's prompt."""
+    def reset(self, **row: Any) -> str | None:
+        """Close the previous episode, open one from the row's task_id, split and seed; the task's prompt.
+
+        A row with a ``prefix`` gets a member of its shared-prefix group instead, and adds nothing to the
+        prompt, which holds the prefix already.
+        """
         with self._lock:
             self._close_episode()
             task_id, split, seed = (row.get(column) for column in ROW_COLUMNS)
             if seed is not None and not isinstance(seed, int):
                 raise ConfigError(f"{self._where()}: the dataset's 'seed' column must hold integers, got {seed!r}")
+            if row.get("prefix") is not None:
+                self._join_group(row)
+                return None
             try:
                 result = self._client.reset(
                     task_id=None if task_id is None else str(task_id),
@@ -134,14 +157,43 @@ class ToolEnvironment:
             self.reward, self.done, self.steps = 0.0, False, 0
             return result.observation.text
 
+    def _join_group(self, row: dict[str, Any]) -> None:
+        task_id, seed, size, prompt = row.get("task_id"), row.get("seed"), row.get("group_size"), row.get("prompt")
+        where = f"{self._where()}: a dataset row with a 'prefix'"
+        if task_id is None or not isinstance(seed, int):
+            raise ConfigError(f"{where} needs 'task_id' and 'seed' (task_rows(prefix=...) writes them)")
+        if not isinstance(size, int) or size < 1:
+            raise ConfigError(f"{where} needs 'group_size': GRPOConfig.num_generations (task_rows(group_size=...))")
+        if not (
+            isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict) and prompt[-1].get("role") == "tool"
+        ):
+            raise ConfigError(
+                f"{where} needs a 'prompt' ending with the prefix's chat: build it with task_rows(prefix=...)"
+            )
+        actions = prefix_actions(row["prefix"], where=f"the 'prefix' column of task {task_id!r}")
+        key = str(row.get("group") or json.dumps([str(task_id), seed, actions]))
+        try:
+            member = type(self)._pool.take(self._client, key, task_id=str(task_id), seed=seed, k=size, actions=actions)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from None
+        except OpenEnvError as exc:
+            raise type(exc)(f"{self._where()}: {exc.message}") from None
+        self.episode_id = self._client.episode_id = member.episode_id  # the client closes it when dropped
+        self.task_id = str(member.info.get("task_id", task_id))
+        self.steps = int(member.info.get("step_count", 0))
+        self.reward = float(member.info.get("total_reward", 0.0))
+        self.done = member.done
+
     def get_reward(self) -> float:
         """The current episode's total reward (TRL calls this once per finished rollout)."""
         return self.reward
 
     @classmethod
     def close_all(cls) -> int:
-        """Close the open episode of every live instance of this class; how many were closed."""
-        closed = 0
+        """Close the open episode of every live instance of this class, and the shared-prefix group members no
+        instance took; how many were closed."""
+        with EnvClient(cls.url, timeout=cls.timeout, token=cls.token) as client:
+            closed = cls._pool.close(client) if cls._pool.waiting() else 0
         for instance in list(cls._instances):
             with instance._lock:
                 if instance.episode_id is not None:
@@ -225,6 +277,7 @@ def environment_factory(
         "token": token,
         "max_observation_length": max_observation_length,
         "_instances": weakref.WeakSet(),
+        "_pool": MemberPool(),
         "__doc__": f"Episodes of the openenv-mcp server {name!r} at {url}, one at a time, its tools as methods.",
         "__module__": __name__,
     }
@@ -373,31 +426,64 @@ def task_rows(
     system_prompt: bool = True,
     timeout: float = 30.0,
     token: str | None = None,
+    tasks: Sequence[TaskInfo] | None = None,
+    prefix: Sequence[Any] | None = None,
+    group_size: int | None = None,
 ) -> list[dict[str, Any]]:
     """One row per task of ``split`` (every split when ``None``) and seed, in the server's task order.
 
     Each row has ``prompt`` (conversational: the server's description as the system message when
     ``system_prompt``, then an empty user message that ``reset`` fills with the task), ``task_id``,
-    ``split`` and ``seed``.
+    ``split`` and ``seed``. ``tasks`` gives the tasks instead (e.g. drawn by a
+    :class:`~openenv_mcp.curriculum.Curriculum` over ``EnvClient.tasks()``), one row per task given and seed,
+    in that order, repeats included.
+
+    With ``prefix`` (actions: ``(tool, arguments)`` pairs or ``{"tool", "arguments"}`` objects), each row is a
+    shared-prefix group of ``group_size`` members (``GRPOConfig.num_generations``): the prefix is played once
+    per row here, to write the chat the model continues into ``prompt`` (the task as the user message, then
+    each tool call and its answer), and the row gets ``prefix`` (JSON), ``group`` and ``group_size``.
     """
     url = server.start() if isinstance(server, Provider) else server
+    if prefix is not None and (group_size is None or group_size < 1):
+        raise ConfigError("task_rows(prefix=...) needs group_size: GRPOConfig.num_generations, the members per group")
+    actions = None if prefix is None else prefix_actions(list(prefix))
+    system = _discover(url, token=token, timeout=timeout).description if system_prompt else ""
     with EnvClient(url, timeout=timeout, token=token) as client:
         try:
-            tasks: list[TaskInfo] = client.tasks(split=split).tasks
+            chosen = list(tasks) if tasks is not None else client.tasks(split=split).tasks
+            if not chosen:
+                raise ConfigError(f"The server at {url} has no task in split {split!r}; GET /tasks lists its splits")
+            if actions is None:
+                prompt = [*([{"role": "system", "content": system}] if system else []), {"role": "user", "content": ""}]
+                return [
+                    {"prompt": prompt, "task_id": task.id, "split": task.split, "seed": int(seed)}
+                    for seed in seeds
+                    for task in chosen
+                ]
+            return [
+                _prefix_row(client, task, int(seed), actions, system, group_size or 1)
+                for seed in seeds
+                for task in chosen
+            ]
         except httpx.HTTPError as exc:
             raise BackendUnavailable(f"Cannot reach the openenv-mcp server at {url} ({exc}): start it") from None
-    if not tasks:
-        raise ConfigError(f"The server at {url} has no task in split {split!r}; GET /tasks lists its splits")
-    system: list[dict[str, str]] = []
-    if system_prompt:
-        info = _discover(url, token=token, timeout=timeout)
-        system = [{"role": "system", "content": info.description}] if info.description else []
-    prompt = [*system, {"role": "user", "content": ""}]
-    return [
-        {"prompt": prompt, "task_id": task.id, "split": task.split, "seed": int(seed)}
-        for seed in seeds
-        for task in tasks
-    ]
+
+
+def _prefix_row(
+    client: EnvClient, task: TaskInfo, seed: int, actions: list[tuple[str, dict[str, Any]]], system: str, size: int
+) -> dict[str, Any]:
+    group = shared_prefix_group(client, task_id=task.id, seed=seed, k=1, actions=actions)
+    client.close_episode(episode_id=group.episode_ids[0])
+    script = json.dumps([{"tool": tool, "arguments": arguments} for tool, arguments in actions])
+    return {
+        "prompt": group.messages(system or None, style="trl"),
+        "task_id": task.id,
+        "split": task.split,
+        "seed": seed,
+        "prefix": script,
+        "group": f"{task.id}/{seed}/{hashlib.blake2b(script.encode(), digest_size=4).hexdigest()}",
+        "group_size": size,
+    }
 
 
 def task_dataset(server: str | Provider, **options: Any) -> Any:

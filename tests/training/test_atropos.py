@@ -107,6 +107,75 @@ class GroupModel:
         return steps[turn] if turn < len(steps) else {"role": "assistant", "content": "I have answered."}
 
 
+class PrefixModel:
+    """``POST /v1/chat/completions`` for shared-prefix groups: it plays the prefix, then four continuations.
+
+    A conversation without assistant turns is the root's: it lists the tables (the prefix). One that opens
+    with the prefix (a tool call ``prefix_1``) is a member's: the k-th opened on a task plays variant k % 4,
+    kept in its own tool call ids: 0 submits the gold query; 1 a wrong one; 2 runs a query, then submits
+    the gold one; 3 answers in words. A group's scores are therefore [0, 0, 1, 1] whatever the task.
+    """
+
+    def __init__(self) -> None:
+        self.roots = 0
+        self.opened: Counter[str] = Counter()
+        self.app = FastAPI()
+
+        @self.app.post("/v1/chat/completions")
+        async def complete(request: Request) -> JSONResponse:
+            messages = (await request.json())["messages"]
+            task = BY_PROMPT.get(next((m["content"] for m in messages if m["role"] == "user"), ""))
+            if not isinstance(task, SqlTask):
+                return reply({"role": "assistant", "content": "ok"})
+            turns = [m for m in messages if m["role"] == "assistant"]
+            if not turns:
+                self.roots += 1
+                return reply(self.call("call_root", "list_tables", {}))
+            own = [m for m in turns if not m["tool_calls"][0]["id"].startswith("prefix_")] if turns else []
+            if own:
+                variant = int(own[0]["tool_calls"][0]["id"].split("_")[1])
+            else:
+                variant, self.opened[task.id] = self.opened[task.id] % 4, self.opened[task.id] + 1
+            script = {
+                0: [("submit_answer", {"sql": task.gold_sql})],
+                1: [("submit_answer", {"sql": WRONG})],
+                2: [("run_query", {"sql": "SELECT 1"}), ("submit_answer", {"sql": task.gold_sql})],
+                3: [],
+            }[variant]
+            if len(own) < len(script):
+                return reply(self.call(f"call_{variant}_{len(own)}", *script[len(own)]))
+            return reply({"role": "assistant", "content": f"I have answered ({variant})."})
+
+    @staticmethod
+    def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        }
+
+
+class Opened:
+    """The server's observer: each episode opened (its source and state then) and each one closed."""
+
+    def __init__(self) -> None:
+        self.opened: dict[str, tuple[str | None, int, float]] = {}
+        self.closed: set[str] = set()
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def on_reset(self, episode: Any, observation: Any) -> None:
+        self.opened[episode.id] = (episode.forked_from, episode.step_count, episode.total_reward)
+
+    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None: ...
+
+    def on_close(self, episode: Any) -> None:
+        self.closed.add(episode.id)
+
+
 @pytest.fixture
 def model() -> Iterator[tuple[str, GroupModel]]:
     scripted = GroupModel()
@@ -220,6 +289,36 @@ def api(atropos_python: Path, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+def read_batches(trainer: httpx.Client, env: subprocess.Popen[bytes], log: Path, count: int) -> list[Any]:
+    """``count`` batches from Atropos' API, as a trainer reads them (bounded)."""
+    batches: list[Any] = []
+    deadline = time.monotonic() + 120
+    while len(batches) < count:
+        exited = env.poll() is not None  # it may stop before the trainer has read all it sent
+        batch = trainer.get("/batch").json()["batch"]
+        if batch is not None:
+            batches.append(batch)
+            continue
+        assert not exited, f"the env stopped with {len(batches)} batches sent:\n{log.read_text()[-4000:]}"
+        assert time.monotonic() < deadline, f"{len(batches)} batches from the env in 120 s:\n{log.read_text()[-4000:]}"
+        time.sleep(0.2)
+    return batches
+
+
+def register(api: str, tmp_path: Path, request: pytest.FixtureRequest) -> httpx.Client:
+    """Register as a trainer with Atropos' API (two groups per batch) and take the first, empty, batch."""
+    trainer = httpx.Client(base_url=api, timeout=10)
+    request.addfinalizer(trainer.close)
+    registration = {
+        "wandb_group": "test", "wandb_project": "openenv-mcp", "batch_size": 2 * GROUP_SIZE,
+        "max_token_len": 1 << 16, "checkpoint_dir": str(tmp_path / "checkpoints"),
+        "save_checkpoint_interval": -1, "starting_step": 0, "num_steps": 10,
+    }  # fmt: skip
+    assert "uuid" in trainer.post("/register", json=registration).json()
+    assert trainer.get("/batch").json() == {"batch": None}  # the trainer has started: envs may register
+    return trainer
+
+
 def stop(process: subprocess.Popen[bytes], log: Path, *, timeout: float) -> int:
     """Wait for ``process`` (bounded); kill it if it overstays. Its exit code."""
     try:
@@ -244,31 +343,12 @@ def test_scored_groups_reach_the_api_with_the_environment_rewards(
     request: pytest.FixtureRequest,
 ) -> None:
     model_url, scripted = model
-    trainer = httpx.Client(base_url=api, timeout=10)
-    request.addfinalizer(trainer.close)
-    registration = {
-        "wandb_group": "test", "wandb_project": "openenv-mcp", "batch_size": 2 * GROUP_SIZE,
-        "max_token_len": 1 << 16, "checkpoint_dir": str(tmp_path / "checkpoints"),
-        "save_checkpoint_interval": -1, "starting_step": 0, "num_steps": 10,
-    }  # fmt: skip
-    assert "uuid" in trainer.post("/register", json=registration).json()
-    assert trainer.get("/batch").json() == {"batch": None}  # the trainer has started: envs may register
-
+    trainer = register(api, tmp_path, request)
     # total_steps 1: the env stops once the trainer has taken two batches or two more wait in the queue
     config = env_config(tmp_path, server=sql_server.url, model=model_url, api=api, tokenizer=tokenizer, total_steps=1)
     log = tmp_path / "env.log"
     env = run_env(atropos_python, ["-m", "openenv_mcp.training.atropos"], "serve", config, log)
-    batches: list[list[dict[str, Any]]] = []
-    deadline = time.monotonic() + 120
-    while len(batches) < 2:
-        exited = env.poll() is not None  # it may stop before the trainer has read all it sent
-        batch = trainer.get("/batch").json()["batch"]
-        if batch is not None:
-            batches.append(batch)
-            continue
-        assert not exited, f"the env stopped with {len(batches)} batches sent:\n{log.read_text()[-4000:]}"
-        assert time.monotonic() < deadline, f"{len(batches)} batches from the env in 120 s:\n{log.read_text()[-4000:]}"
-        time.sleep(0.2)
+    batches = read_batches(trainer, env, log, 2)
     assert stop(env, log, timeout=60) == 0, log.read_text()[-4000:]
 
     groups = [group for batch in batches for group in batch]
@@ -303,6 +383,47 @@ def test_scored_groups_reach_the_api_with_the_environment_rewards(
         {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in environment.tools
     )
     assert first["temperature"] == 1.0 and first["max_tokens"] == 1024
+
+
+@installs_atropos
+def test_groups_from_a_shared_prefix_are_forks_that_compare_continuations(
+    atropos_python: Path, tokenizer: Path, api: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    scripted = PrefixModel()
+    observer = Opened()
+    trainer = register(api, tmp_path, request)
+    with live_server(environment, mode="sim", max_episodes=64) as server:
+        server.runtime.observe(observer)
+        for model_url in serve(scripted.app):
+            config = env_config(
+                tmp_path, server=server.url, model=f"{model_url}/v1", api=api, tokenizer=tokenizer, total_steps=1,
+                prefix_steps=1,
+            )  # fmt: skip
+            log = tmp_path / "env.log"
+            env = run_env(atropos_python, ["-m", "openenv_mcp.training.atropos"], "serve", config, log)
+            batches = read_batches(trainer, env, log, 2)
+            assert stop(env, log, timeout=60) == 0, log.read_text()[-4000:]
+        assert len(server.runtime.episodes) == 0  # roots and members: all closed
+
+    groups = [group for batch in batches for group in batch]
+    assert len(groups) == 4
+    for group in groups:
+        assert sorted(group["scores"]) == [0.0, 0.0, 1.0, 1.0]  # the continuations' rewards, each its own
+        transcripts = group["messages"]
+        prefix = transcripts[0][:4]  # system, the task, the prefix's tool call and its answer
+        assert [m["role"] for m in prefix] == ["system", "user", "assistant", "tool"]
+        assert prefix[2]["tool_calls"][0]["function"]["name"] == "list_tables"
+        assert all(messages[:4] == prefix for messages in transcripts)  # one shared state...
+        assert len({json.dumps(messages[4]) for messages in transcripts}) == 4  # ...then four continuations
+        for tokens, masks in zip(group["tokens"], group["masks"], strict=True):
+            text = bytes(t for t in tokens if t < 256).decode()
+            learnt = bytes(m for m in masks if 0 <= m < 256).decode()
+            assert '"name": "list_tables"' in text and '"name": "list_tables"' not in learnt  # the prefix: context
+    # one root per group; each opened at step 0 and closed; group_size forks of it, each opened after its 1 step
+    roots = [e for e, (source, _, _) in observer.opened.items() if source is None]
+    forks = [(source, steps, reward) for source, steps, reward in observer.opened.values() if source is not None]
+    assert len(roots) == scripted.roots >= 4 and set(observer.opened) == observer.closed
+    assert sorted(forks) == sorted((root, 1, 0.0) for root in roots for _ in range(GROUP_SIZE))
 
 
 @installs_atropos

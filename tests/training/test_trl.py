@@ -23,14 +23,18 @@ from typing import Any
 import pytest
 
 from openenv_mcp.catalog import load_environment, server_names
+from openenv_mcp.client import EnvClient
+from openenv_mcp.curriculum import Curriculum
 from openenv_mcp.errors import (
     BackendUnavailable,
+    ConfigError,
     EpisodeError,
     EpisodeFinished,
     ResetNeeded,
     ToolFailed,
     ToolNotFound,
 )
+from openenv_mcp.models import TaskInfo
 from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
 from servers.sql import environment as sql
 from tests.support import LiveServer, free_port, live_server, require_service
@@ -153,6 +157,74 @@ def test_task_rows_are_one_per_task_and_seed_with_the_reset_columns(sql_server: 
     assert rows[0]["prompt"] == [{"role": "system", "content": sql.description}, {"role": "user", "content": ""}]
 
 
+def test_rows_with_a_prefix_give_each_generation_a_fork_of_one_root(
+    SqlEnv: type[ToolEnvironment], sql_server: LiveServer
+) -> None:
+    prefix = [{"tool": "list_tables", "arguments": {}}]
+    [row] = task_rows(sql_server.url, tasks=[task_info(sql_server, "sql-001")], seeds=[4], prefix=prefix, group_size=3)
+    assert [m["role"] for m in row["prompt"]] == ["system", "user", "assistant", "tool"]
+    assert row["prompt"][1]["content"].startswith("How many customers")
+    assert row["prompt"][2]["tool_calls"][0]["function"] == {"name": "list_tables", "arguments": {}}
+    assert '"customers"' in row["prompt"][3]["content"] and row["prompt"][3]["name"] == "list_tables"
+    assert (row["task_id"], row["seed"], row["group_size"], json.loads(row["prefix"])) == ("sql-001", 4, 3, prefix)
+    before = len(sql_server.runtime.episodes)
+    assert before == 0  # the prefix played to write the prompt left nothing open
+
+    group = [SqlEnv() for _ in range(3)]  # as TRL does: one instance per generation, each reset with the row
+    assert [env.reset(**row) for env in group] == [None] * 3  # the prompt holds the task and the prefix already
+    episodes = [sql_server.runtime.episode(env.episode_id or "") for env in group]
+    [root] = {episode.forked_from for episode in episodes}  # one root...
+    assert root is not None and root not in sql_server.runtime.episodes  # ...closed once forked
+    assert len(sql_server.runtime.episodes) == 3  # the members, nothing else
+    assert {(e.task.id, e.seed, e.step_count, e.total_reward, e.done) for e in episodes} == {
+        ("sql-001", 4, 1, 0.0, False)
+    }
+    assert {(env.steps, env.reward, env.done) for env in group} == {(1, 0.0, False)}
+    group[0].submit_answer(sql="SELECT COUNT(*) FROM customers")  # type: ignore[attr-defined]
+    group[1].run_query(sql="SELECT 1")  # type: ignore[attr-defined]
+    assert [(env.steps, env.reward, env.done) for env in group] == [(2, 1.0, True), (2, 0.0, False), (1, 0.0, False)]
+
+    again = SqlEnv()  # the row's next use (the next step, the next epoch): a new group from a new root
+    again.reset(**row)
+    assert sql_server.runtime.episode(again.episode_id or "").forked_from not in (None, root)
+    assert len(sql_server.runtime.episodes) == 3 + 3  # its member, and two waiting for the next two generations
+    assert SqlEnv.close_all() == 4 + 2
+    assert len(sql_server.runtime.episodes) == 0
+
+
+def test_a_prefix_row_that_cannot_work_says_what_to_fix(SqlEnv: type[ToolEnvironment], sql_server: LiveServer) -> None:
+    env = SqlEnv()
+    [row] = task_rows(
+        sql_server.url, tasks=[task_info(sql_server, "sql-001")], prefix=[("list_tables", {})], group_size=2
+    )
+    with pytest.raises(ConfigError, match="needs 'group_size'"):
+        env.reset(**{**row, "group_size": None})
+    with pytest.raises(ConfigError, match=r"'prompt' ending with the prefix's chat.*task_rows\(prefix=...\)"):
+        env.reset(**{**row, "prompt": [{"role": "user", "content": ""}]})
+    with pytest.raises(ToolNotFound, match=r"server 'sql'.*Action 0 \(drop_everything\) of the shared prefix"):
+        env.reset(**{**row, "prefix": '[{"tool": "drop_everything"}]', "group": "bad"})
+    with pytest.raises(ConfigError, match="needs group_size"):
+        task_rows(sql_server.url, prefix=[("list_tables", {})])
+    assert len(sql_server.runtime.episodes) == 0
+
+
+def test_task_rows_can_hold_a_curriculums_draws(sql_server: LiveServer) -> None:
+    with EnvClient(sql_server.url) as client:
+        curriculum = Curriculum(client.tasks(split="train").tasks, seed=3)
+    for task_id in ["sql-001", "sql-001", "sql-001"]:  # sql-001 is solved every time: too easy, drawn less
+        curriculum.record(task_id, 1.0)
+    drawn = [curriculum.sample("train") for _ in range(40)]
+    rows = task_rows(sql_server.url, tasks=drawn, seeds=[0])
+    assert [r["task_id"] for r in rows] == [t.id for t in drawn]
+    assert sum(r["task_id"] == "sql-001" for r in rows) < 40 / len({t.id for t in curriculum.tasks})
+
+
+def task_info(server: LiveServer, task_id: str) -> TaskInfo:
+    with EnvClient(server.url) as client:
+        [task] = [task for task in client.tasks().tasks if task.id == task_id]
+        return task
+
+
 # with TRL itself -----------------------------------------------------------------------------------------
 
 
@@ -179,6 +251,7 @@ def trl_python() -> Path:
 SCHEMAS = """
 import json, sys
 from transformers.utils import get_json_schema
+from openenv_mcp.models import TaskInfo
 from openenv_mcp.training.trl import environment_factory
 out = {}
 for url in sys.argv[1:]:
@@ -218,12 +291,15 @@ def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(trl_python: P
 
 
 class _Recorder:
-    """Every episode the server opens (in order), every step, and each episode's reward when it is closed."""
+    """Every episode the server opens (in order, with its source and state if a fork), every step, and each
+    episode's reward (and steps) when it is closed."""
 
     def __init__(self) -> None:
         self.opened: list[str] = []
+        self.forked: dict[str, tuple[str, int, float]] = {}
         self.tools: list[str] = []
         self.closed: dict[str, float] = {}
+        self.steps: dict[str, int] = {}
 
     async def start(self) -> None: ...
 
@@ -231,22 +307,27 @@ class _Recorder:
 
     def on_reset(self, episode: Any, observation: Any) -> None:
         self.opened.append(episode.id)
+        if episode.forked_from is not None:
+            self.forked[episode.id] = (episode.forked_from, episode.step_count, episode.total_reward)
 
     def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None:
         self.tools.append(call.tool.name)
 
     def on_close(self, episode: Any) -> None:
         self.closed[episode.id] = episode.total_reward
+        self.steps[episode.id] = episode.step_count
 
 
 @installs_trl
 def test_grpo_trains_two_steps_on_the_servers_rewards(trl_python: Path, tmp_path: Path) -> None:
+    """Two rows of sql-001, one plain and one after a shared prefix (list_tables): one optimizer step each."""
     recorder = _Recorder()
     report = tmp_path / "report.json"
+    example = [str(ROOT / "examples" / "trl_grpo.py"), "--tasks", "sql-001", "--prefix", '[{"tool": "list_tables"}]']
     with live_server(sql, mode="sim", max_episodes=64) as server:
         server.runtime.observe(recorder)
         done = subprocess.run(
-            [str(trl_python), str(ROOT / "examples" / "trl_grpo.py"), "--server", server.url, "--report", str(report)],
+            [str(trl_python), *example, "--server", server.url, "--report", str(report)],
             capture_output=True, text=True, timeout=600, env={**os.environ, **OFFLINE}, cwd=ROOT, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-4000:]
@@ -255,12 +336,23 @@ def test_grpo_trains_two_steps_on_the_servers_rewards(trl_python: Path, tmp_path
     assert facts["global_step"] == 2 and facts["class"] == "SqlEnv"
     assert recorder.tools and set(recorder.tools) <= {"list_tables", "submit_answer"}  # the model's calls reached it
     batch = facts["batch"]
+    assert set(recorder.closed) == set(recorder.opened)  # every episode closed: roots, members, plain ones
+    forks: dict[str, list[str]] = {}
+    for episode, (root, _, _) in recorder.forked.items():
+        forks.setdefault(root, []).append(episode)
+    # task_rows played the prefix once to write the row's prompt (a root and one fork); TRL's prefix step forked
+    # one root once per generation, each member after the prefix's one step with its reward so far
+    [(_, made), (root, members)] = sorted(forks.items(), key=lambda item: len(item[1]))
+    assert len(made) == 1 and len(members) == batch
+    assert {recorder.forked[m][1:] for m in members} == {(1, 0.0)} and recorder.steps[root] == 1
+    assert len({(recorder.steps[m], recorder.closed[m]) for m in members}) > 1  # then each went its own way
     # TRL's probe instance opens no episode; each optimizer step plays one batch of episodes, in order
-    assert len(recorder.opened) == 2 * batch and set(recorder.closed) == set(recorder.opened)
+    rollouts = [e for e in recorder.opened if e not in forks and e not in made]
+    assert len(rollouts) == 2 * batch and members in (rollouts[:batch], rollouts[batch:])
     logged = [entry for entry in facts["log_history"] if "rewards/SqlEnv/mean" in entry]
     assert len(logged) == 2
     for step, entry in enumerate(logged):
-        rewards = [recorder.closed[e] for e in recorder.opened[step * batch : (step + 1) * batch]]
+        rewards = [recorder.closed[e] for e in rollouts[step * batch : (step + 1) * batch]]
         assert float(entry["rewards/SqlEnv/mean"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
         assert float(entry["reward"]) == pytest.approx(sum(rewards) / batch, abs=1e-6)
     assert "step 2: reward" in done.stdout
