@@ -157,6 +157,8 @@ def test_the_cli_writes_the_tool_config_and_an_episode_bound_mcp_config(sql_serv
     written = yaml.safe_load((tmp_path / "tools.yaml").read_text())
     assert written == tool_config(anyio.run(discover, sql_server.url))
     assert written["tools"][0]["config"] == {"type": "native", "server_url": sql_server.url, "timeout": 30.0}
+    shown = (ROOT / "docs" / "verl.md").read_text().split("```yaml\n")[1].split("```")[0]
+    assert yaml.safe_load(shown.replace("http://127.0.0.1:8000", sql_server.url)) == {"tools": written["tools"][:1]}
 
     done = subprocess.run([*cli, "mcp", sql_server.url, "--task", "sql-001", "--seed", "4", "--name", "sql"],
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
