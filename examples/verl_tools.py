@@ -9,8 +9,9 @@
 2. drives the tools through the create-once lifecycle: ``create(instance_id)`` opens the episode of the task,
    ``execute`` steps it, ``calc_reward`` is its total, ``release`` closes it;
 3. runs rows through ``OpenEnvMCPAgentLoop`` (verl's ``ToolAgentLoop``, ``agent_name: openenv_mcp_agent``), made
-   as verl's ``AgentLoopWorker`` makes it. verl's LLM side is a vLLM or SGLang server; here a scripted stand-in
-   answers with fixed text (tokenized with a small byte-level tokenizer built here), and everything else is
+   as verl's ``AgentLoopWorker`` makes it. verl's LLM side is a vLLM or SGLang server; here it is a scripted
+   stand-in answering fixed text, then a tiny GPT-2 built here generating on the CPU (its weights make each token
+   a whole tool call or the end of the turn), both with a byte-level tokenizer built here. Everything else is
    verl's own: the chat template rendering, the Hermes tool-call parser, the per-call create/execute/release;
 4. shows bad input: a tool the server lacks, a step after the end, a server that is down.
 
@@ -28,6 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+
+def call(name: str, **arguments: Any) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+MODEL_CALLS = [
+    call("list_tables"),
+    call("submit_answer", sql="SELECT COUNT(*) FROM customers"),  # right on sql-001 only
+    call("drop_everything"),  # no such tool: verl answers it
+]
+
 
 TEMPLATE = """\
 {%- if messages[0].role == 'system' %}<|im_start|>system
@@ -66,10 +79,49 @@ def tokenizer() -> Any:
     core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
-    return PreTrainedTokenizerFast(
+    tok = PreTrainedTokenizerFast(
         tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>"], chat_template=TEMPLATE,
     )  # fmt: skip
+    tok.add_tokens(MODEL_CALLS)  # the tiny model's actions, one token each
+    return tok
+
+
+class TinyModelServer:
+    """Stands in for verl's LLM server with a real model generating on the CPU: a GPT-2 of 16 dimensions built
+    here, whose weights make its next token one of MODEL_CALLS or the end of its turn, sampled at random."""
+
+    def __init__(self, tok: Any, seed: int) -> None:
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        torch.manual_seed(seed)
+        config = GPT2Config(vocab_size=len(tok), n_embd=16, n_layer=1, n_head=2, n_positions=16384,
+                            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+        self.model = GPT2LMHeadModel(config).eval()
+        with torch.no_grad():  # the last layer norm outputs a constant vector, so the logits are one fixed row
+            self.model.transformer.ln_f.weight.zero_()
+            self.model.transformer.ln_f.bias.zero_()
+            self.model.transformer.ln_f.bias[0] = 1.0
+            column = self.model.transformer.wte.weight[:, 0]
+            column.fill_(-30.0)
+            for token in [*tok.convert_tokens_to_ids(MODEL_CALLS), tok.eos_token_id]:
+                column[token] = 0.0
+        self.tok = tok
+
+    async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> Any:  # fmt: skip
+        import torch
+        from verl.workers.rollout.replica import TokenOutput
+
+        prompt = torch.tensor([prompt_ids])
+        with torch.no_grad():
+            out = self.model.generate(
+                prompt, attention_mask=torch.ones_like(prompt), do_sample=True, max_new_tokens=3, top_k=0,
+                temperature=float(sampling_params.get("temperature", 1.0)), eos_token_id=self.tok.eos_token_id,
+                pad_token_id=self.tok.pad_token_id,
+            )  # fmt: skip
+        return TokenOutput(token_ids=out[0, len(prompt_ids) :].tolist(), num_preempted=0)
 
 
 class ScriptedServer:
@@ -86,10 +138,6 @@ class ScriptedServer:
         self.turn += 1
         ids = [*self.tok.encode(text, add_special_tokens=False), self.tok.eos_token_id]
         return TokenOutput(token_ids=ids, log_probs=None, num_preempted=0)
-
-
-def call(name: str, **arguments: Any) -> str:
-    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 async def lifecycle(tools: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +165,7 @@ def _open() -> list[str]:
     return open_episodes()
 
 
-async def agent_loop(url: str, tools: list[Any], rows: list[dict[str, Any]], scripts: list[list[str]]) -> list[Any]:
+async def agent_loop(url: str, tools: list[Any], rows: list[dict[str, Any]], llms: list[Any]) -> list[Any]:
     """Each row through OpenEnvMCPAgentLoop, instantiated as verl's AgentLoopWorker instantiates agent loops."""
     import hydra
     from omegaconf import OmegaConf
@@ -134,12 +182,11 @@ async def agent_loop(url: str, tools: list[Any], rows: list[dict[str, Any]], scr
                            "format": "hermes"}}},
         "data": {"apply_chat_template_kwargs": {}},
     })  # fmt: skip
-    tok = tokenizer()
     results: list[Any] = []
-    for row, script in zip(rows, scripts, strict=True):
+    for row, llm in zip(rows, llms, strict=True):
         loop = hydra.utils.instantiate(
             config=_agent_loop_registry[row["agent_name"]], trainer_config=DictConfigWrap(config=config),
-            server_manager=ScriptedServer(tok, script), tokenizer=tok, processor=None, hf_model_type=None,
+            server_manager=llm, tokenizer=llm.tok, processor=None, hf_model_type=None,
             dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data), tools=ToolListWrap(tools),
         )  # fmt: skip
         assert row["agent_name"] == AGENT_NAME
@@ -150,7 +197,7 @@ async def agent_loop(url: str, tools: list[Any], rows: list[dict[str, Any]], scr
         except Exception as exc:  # the report shows what verl's worker would see
             results.append({"error": f"{type(exc).__name__}: {exc}"})
             continue
-        text = tok.decode(output.response_ids)
+        text = llm.tok.decode(output.response_ids)
         fields = {k: v for k, v in output.extra_fields.items() if k.startswith("openenv_mcp") or k == "tool_rewards"}
         results.append({"reward_score": output.reward_score, "extra_fields": fields, "response": text,
                         "open": _open()})  # fmt: skip
@@ -199,9 +246,14 @@ async def main(url: str) -> dict[str, Any]:
     answer = call("submit_answer", sql="SELECT COUNT(*) FROM customers")
     solve = [call("list_tables"), answer, call("list_tables"), "The answer is in."]  # the third: after the end
     refused = [call("drop_everything") + call("list_tables"), "I stop here."]  # verl refuses the first itself
+    tok = tokenizer()
     report["rows"] = rows
-    report["rollouts"] = await agent_loop(url, tools, [rows[0], rows[1]], [solve, refused])
-    report["rollouts"] += await agent_loop(url, [*tools, unreachable], [rows[0]], [[call(unreachable.name), "stop"]])
+    scripted = [ScriptedServer(tok, solve), ScriptedServer(tok, refused)]
+    report["rollouts"] = await agent_loop(url, tools, [rows[0], rows[1]], scripted)
+    down_script = [ScriptedServer(tok, [call(unreachable.name), "stop"])]
+    report["rollouts"] += await agent_loop(url, [*tools, unreachable], [rows[0]], down_script)
+    models = [TinyModelServer(tok, seed) for seed in range(6)]
+    report["model_rollouts"] = await agent_loop(url, tools, [rows[i % 2] for i in range(6)], models)
     report["open_at_end"] = _open()
     return report
 

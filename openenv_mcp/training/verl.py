@@ -282,15 +282,16 @@ class OpenEnvMCPAgentLoop(ToolAgentLoop):  # type: ignore[misc, unused-ignore]
         finally:
             _ROLLOUT.reset(token)
             mine = [(k, e) for k, e in _episodes.items() if k[1] == rollout.key]
-            for k, episode in mine:
-                await _close(episode)
+            for k, opened in mine:
+                await _close(opened)
                 del _episodes[k]
         if rollout.failure is not None:  # verl showed it to the model; training on that would be wrong
             raise rollout.failure
-        for _, episode in mine:
-            fields = {"openenv_mcp_episode_id": episode.id, "openenv_mcp_reward": episode.total_reward,
-                      "openenv_mcp_done": episode.done}  # fmt: skip
-            output.extra_fields.update(fields)
-            if output.reward_score is None:
-                output.reward_score = episode.total_reward
+        episode = mine[0][1] if mine else None  # none when the model called no tool: reward 0, as for no step
+        reward = episode.total_reward if episode else 0.0
+        done = bool(episode and episode.done)
+        output.extra_fields.update({"openenv_mcp_episode_id": episode.id if episode else None,
+                                    "openenv_mcp_reward": reward, "openenv_mcp_done": done})  # fmt: skip
+        if output.reward_score is None:
+            output.reward_score = reward
         return output

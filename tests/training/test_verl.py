@@ -61,8 +61,33 @@ def sql_server() -> Iterator[LiveServer]:
         yield server
 
 
+class _Closed:
+    """Each episode's total reward on the server when it is closed."""
+
+    def __init__(self) -> None:
+        self.rewards: dict[str, float] = {}
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def on_reset(self, episode: Any, observation: Any) -> None: ...
+
+    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None: ...
+
+    def on_close(self, episode: Any) -> None:
+        self.rewards[episode.id] = episode.total_reward
+
+
 @pytest.fixture(scope="module")
-def report(verl_python: Path, sql_server: LiveServer) -> dict[str, Any]:
+def closed(sql_server: LiveServer) -> _Closed:
+    observer = _Closed()
+    sql_server.runtime.observe(observer)
+    return observer
+
+
+@pytest.fixture(scope="module")
+def report(verl_python: Path, sql_server: LiveServer, closed: _Closed) -> dict[str, Any]:
     done = subprocess.run(
         [str(verl_python), str(ROOT / "examples" / "verl_tools.py"), sql_server.url],
         capture_output=True, text=True, timeout=300, check=False,
@@ -114,6 +139,23 @@ def test_tool_agent_loop_binds_each_rollout_to_one_episode_and_reports_its_rewar
     assert down["error"].startswith("BackendUnavailable: Cannot reach the openenv-mcp server at http://127.0.0.1:9")
     rows = report["rows"]
     assert [r["extra_info"]["tools_kwargs"]["submit_answer"]["create_kwargs"]["seed"] for r in rows] == [5, 6]
+
+
+@installs_verl
+def test_a_tiny_model_generating_on_the_cpu_plays_rollouts_whose_rewards_are_the_servers(
+    report: dict[str, Any], closed: _Closed
+) -> None:
+    rollouts = report["model_rollouts"]
+    assert len(rollouts) == 6 and all("error" not in r for r in rollouts)
+    played = [r for r in rollouts if r["extra_fields"]["openenv_mcp_episode_id"]]
+    assert played, "the model called no tool in any rollout"
+    for rollout in rollouts:
+        fields = rollout["extra_fields"]
+        episode = fields["openenv_mcp_episode_id"]
+        server_total = closed.rewards[episode] if episode else 0.0  # no call, no episode: reward 0
+        assert rollout["reward_score"] == fields["openenv_mcp_reward"] == server_total
+        assert sum(fields["tool_rewards"]) == server_total  # the step rewards verl keeps add up to it
+        assert rollout["open"] == []
 
 
 @installs_verl
