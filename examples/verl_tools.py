@@ -13,7 +13,9 @@
    stand-in answering fixed text, then a tiny GPT-2 built here generating on the CPU (its weights make each token
    a whole tool call or the end of the turn), both with a byte-level tokenizer built here. Everything else is
    verl's own: the chat template rendering, the Hermes tool-call parser, the per-call create/execute/release;
-4. shows bad input: a tool the server lacks, a step after the end, a server that is down.
+4. shows bad input: a tool the server lacks, a step after the end, a server that is down;
+5. uses an ``mcpServers`` file bound to one episode (``openenv-mcp verl mcp``) with fastmcp's client, as verl
+   0.6-0.7's MCP tools do (their client module is in verl's source only, see docs/verl.md).
 
 It prints one JSON report (the test reads it).
 """
@@ -204,6 +206,27 @@ async def agent_loop(url: str, tools: list[Any], rows: list[dict[str, Any]], llm
     return results
 
 
+async def mcp_path(url: str) -> dict[str, Any]:
+    """The mcpServers file bound to one episode, used as verl 0.6-0.7's MCP client (source only) uses it: a fastmcp
+    Client made from the config, and one MCP session per request (``async with client`` each time)."""
+    from fastmcp import Client
+
+    from openenv_mcp.client import AsyncEnvClient
+    from openenv_mcp.training.verl_config import mcp_config
+
+    async with AsyncEnvClient(url) as env:  # what `openenv-mcp verl mcp URL --task sql-001 --seed 2` does
+        episode = (await env.reset(task_id="sql-001", seed=2)).episode_id
+        client = Client(mcp_config(url, name="sql", episode_id=episode))
+        async with client:
+            listed = await client.list_tools_mcp()
+        calls = []
+        for name, arguments in [("list_tables", {}), ("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})]:
+            async with client:
+                result = await client.call_tool_mcp(name, arguments)
+            calls.append({"text": result.content[0].text, "meta": result.meta})
+    return {"episode_id": episode, "tools": [t.name for t in listed.tools], "calls": calls}
+
+
 async def main(url: str) -> dict[str, Any]:
     from verl.tools.tool_registry import initialize_tools_from_config
 
@@ -254,6 +277,7 @@ async def main(url: str) -> dict[str, Any]:
     report["rollouts"] += await agent_loop(url, [*tools, unreachable], [rows[0]], down_script)
     models = [TinyModelServer(tok, seed) for seed in range(6)]
     report["model_rollouts"] = await agent_loop(url, tools, [rows[i % 2] for i in range(6)], models)
+    report["mcp"] = await mcp_path(url)
     report["open_at_end"] = _open()
     return report
 

@@ -178,6 +178,17 @@ def test_verls_schema_model_takes_every_shipped_servers_tools_unchanged(verl_pyt
     assert json.loads(done.stdout) == schemas
 
 
+@installs_verl
+def test_an_mcp_servers_file_binds_fastmcps_client_to_its_episode(report: dict[str, Any], closed: _Closed) -> None:
+    mcp = report["mcp"]
+    assert mcp["tools"] == [t.name for t in sql.tools]
+    listed, submitted = mcp["calls"]  # each call its own MCP session, as verl's MCP client makes them
+    assert '"customers"' in listed["text"] and listed["meta"]["openenv-mcp/step_count"] == 1
+    assert submitted["meta"]["openenv-mcp/episode_id"] == mcp["episode_id"]
+    assert (submitted["meta"]["openenv-mcp/reward"], submitted["meta"]["openenv-mcp/done"]) == (1.0, True)
+    assert closed.rewards[mcp["episode_id"]] == 1.0
+
+
 # the config files, without verl --------------------------------------------------------------------------
 
 
