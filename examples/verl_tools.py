@@ -275,6 +275,10 @@ async def main(url: str) -> dict[str, Any]:
     report["rollouts"] = await agent_loop(url, tools, [rows[0], rows[1]], scripted)
     down_script = [ScriptedServer(tok, [call(unreachable.name), "stop"])]
     report["rollouts"] += await agent_loop(url, [*tools, unreachable], [rows[0]], down_script)
+    unknown = json.loads(json.dumps(rows[0]))
+    for kwargs in unknown["extra_info"]["tools_kwargs"].values():
+        kwargs["create_kwargs"]["task_id"] = "sql-999"  # a row whose task the server does not have
+    report["rollouts"] += await agent_loop(url, tools, [unknown], [ScriptedServer(tok, [call("list_tables"), "x"])])
     models = [TinyModelServer(tok, seed) for seed in range(6)]
     report["model_rollouts"] = await agent_loop(url, tools, [rows[i % 2] for i in range(6)], models)
     report["mcp"] = await mcp_path(url)

@@ -84,6 +84,7 @@ class _Episode:
     steps: int = 0
     done: bool = False
     closed: bool = False
+    failure: OpenEnvError | None = None  # its reset failed: every call waiting on it fails the same way
     holders: int = 0  # create(instance_id=...) calls not yet released
     ready: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -207,21 +208,23 @@ class OpenEnvMCPTool(BaseTool):  # type: ignore[misc, unused-ignore]
             _episodes[(self.url, instance.key)] = episode
             await _evict()
         async with episode.ready:  # parallel calls of one turn share one reset
+            if episode.failure is not None:
+                raise episode.failure
             if episode.id is None and not episode.closed:
                 try:
                     task = episode.task
                     opened = await episode.client.reset(
                         task_id=task.get("task_id"), split=task.get("split"), seed=task.get("seed")
                     )
-                except httpx.HTTPError as exc:
-                    _episodes.pop((self.url, instance.key), None)
+                except (httpx.HTTPError, OpenEnvError) as exc:
+                    _episodes.pop((self.url, instance.key), None)  # the next call of the trajectory tries again
                     await episode.client.aclose()
-                    raise _unreachable(episode, exc) from None
-                except OpenEnvError as exc:
-                    _episodes.pop((self.url, instance.key), None)
-                    await episode.client.aclose()
-                    refused = type(exc)(f"openenv-mcp server at {self.url} refused the row's task: {exc.message}")
-                    raise _failed(refused) from None
+                    if isinstance(exc, httpx.HTTPError):
+                        episode.failure = _unreachable(episode, exc)
+                    else:
+                        message = f"openenv-mcp server at {self.url} refused the row's task: {exc.message}"
+                        episode.failure = _failed(type(exc)(message))
+                    raise episode.failure from None
                 episode.id, episode.prompt = opened.episode_id, opened.observation.text
                 episode.client.episode_id = None  # closed by _close, not by the client
         return episode

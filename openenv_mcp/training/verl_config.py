@@ -160,6 +160,10 @@ def _tools(args: argparse.Namespace) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     episode = args.episode
+    if args.seed is not None and not args.task:
+        from openenv_mcp.errors import ConfigError
+
+        raise ConfigError("--seed is the seed of the episode --task opens: give --task too")
     if args.task:
         from openenv_mcp.client import EnvClient
 

@@ -127,7 +127,7 @@ def test_create_opens_the_task_execute_steps_calc_reward_totals_release_closes(r
 
 @installs_verl
 def test_tool_agent_loop_binds_each_rollout_to_one_episode_and_reports_its_reward(report: dict[str, Any]) -> None:
-    solved, refused, down = report["rollouts"]
+    solved, refused, down, unknown = report["rollouts"]
     assert solved["reward_score"] == 1.0 and solved["extra_fields"]["tool_rewards"] == [0.0, 1.0, 0.0]
     assert "is over (done: True): no more tool calls count" in solved["response"]  # a call after the end
     assert solved["extra_fields"]["openenv_mcp_done"] is True
@@ -137,6 +137,7 @@ def test_tool_agent_loop_binds_each_rollout_to_one_episode_and_reports_its_rewar
     assert solved["extra_fields"]["openenv_mcp_episode_id"] != refused["extra_fields"]["openenv_mcp_episode_id"]
     assert solved["open"] == refused["open"] == report["open_at_end"] == []  # unfinished episodes closed too
     assert down["error"].startswith("BackendUnavailable: Cannot reach the openenv-mcp server at http://127.0.0.1:9")
+    assert "refused the row's task: " in unknown["error"] and "sql-999" in unknown["error"]
     rows = report["rows"]
     assert [r["extra_info"]["tools_kwargs"]["submit_answer"]["create_kwargs"]["seed"] for r in rows] == [5, 6]
 
