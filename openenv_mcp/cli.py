@@ -28,6 +28,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.deploy.compose",
     "openenv_mcp.authoring.cli",
     "openenv_mcp.deploy.doctor",
+    "openenv_mcp.training.verl_config",
 )
 
 
