@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -226,3 +228,52 @@ def mcp_call(server: LiveServer, name: str, arguments: dict[str, Any], *, timeou
         return {"error": result.is_error, "text": text, "data": result.structured_content}
 
     return anyio.run(call)
+
+
+def peer_venv(
+    venv: Path, requirements: Path, what: str, *, project: bool = True, no_deps: str | None = None, timeout: float = 800
+) -> Path:
+    """The Python of ``venv``: a peer's package pinned in ``requirements`` (and, with ``project``, ours editable).
+
+    Made on first use and reused while the pins are unchanged (a stamp names their digest); ``no_deps`` is one more
+    requirement installed without its dependencies (a package whose full set pulls far more than its imports need).
+    An install that fails or hangs skips the tests that need it outside CI and fails them under CI=true, naming
+    ``what`` to install.
+    """
+    python = venv / "bin" / "python"
+    digest = hashlib.sha1(requirements.read_bytes() + (no_deps or "").encode()).hexdigest()[:12]
+    stamp = venv / f".installed-{digest}"
+    if stamp.exists():
+        return python
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    ours = ["-e", str(Path(__file__).resolve().parents[1])] if project else []
+    quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], **quiet, timeout=120)
+        subprocess.run([*pip, *ours, "-r", str(requirements)], **quiet, timeout=timeout)
+        if no_deps:
+            subprocess.run([*pip, "--no-deps", no_deps], **quiet, timeout=120)
+    except subprocess.CalledProcessError as exc:
+        require_service(what, RuntimeError(exc.stderr[-2000:]))
+    except subprocess.TimeoutExpired as exc:
+        require_service(what, exc)
+    stamp.touch()
+    return python
+
+
+class ClosedEpisodes:
+    """A runtime observer: each episode's total reward on the server when it is closed (``runtime.observe(...)``)."""
+
+    def __init__(self) -> None:
+        self.rewards: dict[str, float] = {}
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def on_reset(self, episode: Any, observation: Any) -> None: ...
+
+    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None: ...
+
+    def on_close(self, episode: Any) -> None:
+        self.rewards[episode.id] = episode.total_reward

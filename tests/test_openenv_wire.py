@@ -8,11 +8,9 @@ run here, in sim mode each, and the SQL server in prod mode against this machine
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 
 from openenv_mcp.catalog import load_environment
-from tests.support import LiveServer, live_server, require_service
+from tests.support import LiveServer, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
@@ -38,21 +36,7 @@ CALLS = {  # a tool each server answers the same way every time, and its argumen
 
 @pytest.fixture(scope="session")
 def openenv_python() -> Path:
-    python = VENV / "bin" / "python"
-    digest = hashlib.sha1(REQUIREMENTS.read_bytes()).hexdigest()[:12]
-    stamp = VENV / f".installed-{digest}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
-            subprocess.run([*pip, "-r", str(REQUIREMENTS)], **quiet, timeout=500)
-        except subprocess.CalledProcessError as exc:
-            require_service("OpenEnv (pip install openenv)", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service("OpenEnv (pip install openenv)", exc)
-        stamp.touch()
-    return python
+    return peer_venv(VENV, REQUIREMENTS, "OpenEnv (pip install openenv)", project=False, timeout=500)
 
 
 def drive(python: Path, runs: list[tuple[LiveServer, str, str]]) -> list[dict[str, Any]]:

@@ -7,11 +7,9 @@ made here on first use: it pins sse-starlette 2.x while the MCP SDK needs 3.x, s
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,7 @@ from openenv_mcp import Environment, Grade, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.app import build_app, build_runtime
 from openenv_mcp.ors.streams import CHUNK_SIZE, frame, pieces
 from servers.sql import environment as sql_environment
-from tests.support import LiveServer, live_server, require_service
+from tests.support import LiveServer, live_server, peer_venv
 
 INTEROP = Path(__file__).parent / "interop"
 DRIVER = INTEROP / "ors_client.py"
@@ -169,20 +167,9 @@ def slow(slow_server: LiveServer) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="session")
 def reference_python() -> Path:
     """The Python of a venv holding the reference ORS client, installed once per requirements file."""
-    python = CLIENT_VENV / "bin" / "python"
-    stamp = CLIENT_VENV / f".installed-{hashlib.sha1(REQUIREMENTS.read_bytes()).hexdigest()[:12]}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENTS)]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(CLIENT_VENV)], **quiet, timeout=120)
-            subprocess.run(pip, **quiet, timeout=600)
-        except subprocess.CalledProcessError as exc:
-            require_service("the reference ORS client (pip install openreward)", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service("the reference ORS client (pip install openreward)", exc)
-        stamp.touch()
-    return python
+    return peer_venv(
+        CLIENT_VENV, REQUIREMENTS, "the reference ORS client (pip install openreward)", project=False, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")

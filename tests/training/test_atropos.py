@@ -12,11 +12,9 @@ tests/interop/atropos-requirements.txt for what goes in and why): atroposlib and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -32,7 +30,7 @@ from fastapi.responses import JSONResponse
 from openenv_mcp.trajectories import openai_tools
 from servers.sql import environment
 from servers.sql.tasks import SqlTask
-from tests.support import LiveServer, free_port, live_server, require_service
+from tests.support import LiveServer, free_port, live_server, peer_venv
 from tests.test_rollout import reply, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,22 +193,7 @@ def sql_server() -> Iterator[LiveServer]:
 @pytest.fixture(scope="session")
 def atropos_python() -> Path:
     """The Python of ``.venv/atropos``: atroposlib and our package (editable), installed once per requirements."""
-    python = VENV / "bin" / "python"
-    digest = hashlib.sha1(REQUIREMENTS.read_bytes() + ATROPOSLIB.encode()).hexdigest()[:12]
-    stamp = VENV / f".installed-{digest}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
-            subprocess.run([*pip, "-e", str(ROOT), "-r", str(REQUIREMENTS)], **quiet, timeout=800)
-            subprocess.run([*pip, "--no-deps", ATROPOSLIB], **quiet, timeout=120)
-        except subprocess.CalledProcessError as exc:
-            require_service(f"Atropos (pip install {ATROPOSLIB})", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service(f"Atropos (pip install {ATROPOSLIB})", exc)
-        stamp.touch()
-    return python
+    return peer_venv(VENV, REQUIREMENTS, f"Atropos (pip install {ATROPOSLIB})", no_deps=ATROPOSLIB)
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,8 @@ use and reused while that file is unchanged; examples/skyrl_rows.py is what runs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 import pytest
 
 from servers.sql import environment as sql
-from tests.support import LiveServer, live_server, require_service
+from tests.support import ClosedEpisodes, LiveServer, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "interop" / "skyrl-requirements.txt"
@@ -28,44 +26,12 @@ installs_skyrl = pytest.mark.timeout(600)  # the first use installs skyrl-gym (a
 
 @pytest.fixture(scope="session")
 def skyrl_python() -> Path:
-    python = VENV / "bin" / "python"
-    digest = hashlib.sha1(REQUIREMENTS.read_bytes()).hexdigest()[:12]
-    stamp = VENV / f".installed-{digest}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
-            subprocess.run([*pip, "-e", str(ROOT), "-r", str(REQUIREMENTS)], **quiet, timeout=500)
-        except subprocess.CalledProcessError as exc:
-            require_service("skyrl-gym (pip install skyrl-gym)", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service("skyrl-gym (pip install skyrl-gym)", exc)
-        stamp.touch()
-    return python
-
-
-class _Rewards:
-    """Each episode's total reward on the server when it is closed."""
-
-    def __init__(self) -> None:
-        self.closed: dict[str, float] = {}
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def on_reset(self, episode: Any, observation: Any) -> None: ...
-
-    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None: ...
-
-    def on_close(self, episode: Any) -> None:
-        self.closed[episode.id] = episode.total_reward
+    return peer_venv(VENV, REQUIREMENTS, "skyrl-gym (pip install skyrl-gym)", timeout=500)
 
 
 @pytest.fixture(scope="module")
-def played(skyrl_python: Path) -> Iterator[tuple[list[dict[str, Any]], _Rewards, LiveServer]]:
-    rewards = _Rewards()
+def played(skyrl_python: Path) -> Iterator[tuple[list[dict[str, Any]], ClosedEpisodes, LiveServer]]:
+    rewards = ClosedEpisodes()
     with live_server(sql, mode="sim") as server:
         server.runtime.observe(rewards)
         done = subprocess.run(
@@ -78,7 +44,9 @@ def played(skyrl_python: Path) -> Iterator[tuple[list[dict[str, Any]], _Rewards,
 
 
 @installs_skyrl
-def test_rows_select_the_env_by_class_and_play_their_task(played: tuple[list[dict[str, Any]], _Rewards, Any]) -> None:
+def test_rows_select_the_env_by_class_and_play_their_task(
+    played: tuple[list[dict[str, Any]], ClosedEpisodes, Any],
+) -> None:
     rows, rewards, _ = played
     solved, unknown, malformed, _down = rows
     prompts = {t.id: t.prompt for t in sql.tasks()}
@@ -92,12 +60,12 @@ def test_rows_select_the_env_by_class_and_play_their_task(played: tuple[list[dic
     assert (submitted["reward"], submitted["done"], submitted["observations"]) == (1.0, True, [])
     assert submitted["metadata"]["total_reward"] == 1.0
     for row in (solved, unknown, malformed):  # the rewards SkyRL saw are the server's
-        assert sum(step["reward"] for step in row["steps"]) == rewards.closed[row["episode_id"]]
+        assert sum(step["reward"] for step in row["steps"]) == rewards.rewards[row["episode_id"]]
 
 
 @installs_skyrl
 def test_refused_and_malformed_calls_are_answered_and_an_answer_ends_the_episode(
-    played: tuple[list[dict[str, Any]], _Rewards, Any],
+    played: tuple[list[dict[str, Any]], ClosedEpisodes, Any],
 ) -> None:
     rows, _, _ = played
     _, unknown, malformed, down = rows

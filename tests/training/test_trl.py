@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from openenv_mcp.errors import (
 from openenv_mcp.models import TaskInfo
 from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
 from servers.sql import environment as sql
-from tests.support import LiveServer, free_port, live_server, require_service
+from tests.support import LiveServer, free_port, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "interop" / "trl-requirements.txt"
@@ -231,21 +229,7 @@ def task_info(server: LiveServer, task_id: str) -> TaskInfo:
 @pytest.fixture(scope="session")
 def trl_python() -> Path:
     """The Python of ``.venv/trl``: TRL, torch (CPU) and our package (editable), installed once per requirements."""
-    python = VENV / "bin" / "python"
-    digest = hashlib.sha1(REQUIREMENTS.read_bytes()).hexdigest()[:12]
-    stamp = VENV / f".installed-{digest}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
-            subprocess.run([*pip, "-e", str(ROOT), "-r", str(REQUIREMENTS)], **quiet, timeout=800)
-        except subprocess.CalledProcessError as exc:
-            require_service("TRL (pip install -r tests/interop/trl-requirements.txt)", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service("TRL (pip install -r tests/interop/trl-requirements.txt)", exc)
-        stamp.touch()
-    return python
+    return peer_venv(VENV, REQUIREMENTS, "TRL (pip install -r tests/interop/trl-requirements.txt)")
 
 
 SCHEMAS = """

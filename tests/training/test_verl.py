@@ -8,7 +8,6 @@ unchanged; examples/verl_tools.py is what runs there. The config files need no v
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from openenv_mcp.mcp_adapter import declared_tools
 from openenv_mcp.rollout.server import discover
 from openenv_mcp.training.verl_config import TOOL_CLASS, mcp_config, tool_config, verl_tool_schema
 from servers.sql import environment as sql
-from tests.support import LiveServer, live_server, require_service
+from tests.support import ClosedEpisodes, LiveServer, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "interop" / "verl-requirements.txt"
@@ -37,22 +36,7 @@ installs_verl = pytest.mark.timeout(900)  # the first use installs verl, torch, 
 
 @pytest.fixture(scope="session")
 def verl_python() -> Path:
-    python = VENV / "bin" / "python"
-    digest = hashlib.sha1(REQUIREMENTS.read_bytes() + VERL.encode()).hexdigest()[:12]
-    stamp = VENV / f".installed-{digest}"
-    if not stamp.exists():
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-        quiet: dict[str, Any] = {"check": True, "capture_output": True, "text": True}
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], **quiet, timeout=120)
-            subprocess.run([*pip, "-e", str(ROOT), "-r", str(REQUIREMENTS)], **quiet, timeout=700)
-            subprocess.run([*pip, "--no-deps", VERL], **quiet, timeout=120)
-        except subprocess.CalledProcessError as exc:
-            require_service(f"verl ({VERL})", RuntimeError(exc.stderr[-2000:]))
-        except subprocess.TimeoutExpired as exc:
-            require_service(f"verl ({VERL})", exc)
-        stamp.touch()
-    return python
+    return peer_venv(VENV, REQUIREMENTS, f"verl ({VERL})", no_deps=VERL, timeout=700)
 
 
 @pytest.fixture(scope="module")
@@ -61,33 +45,15 @@ def sql_server() -> Iterator[LiveServer]:
         yield server
 
 
-class _Closed:
-    """Each episode's total reward on the server when it is closed."""
-
-    def __init__(self) -> None:
-        self.rewards: dict[str, float] = {}
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def on_reset(self, episode: Any, observation: Any) -> None: ...
-
-    def on_step(self, episode: Any, call: Any, outcome: Any, seconds: float) -> None: ...
-
-    def on_close(self, episode: Any) -> None:
-        self.rewards[episode.id] = episode.total_reward
-
-
 @pytest.fixture(scope="module")
-def closed(sql_server: LiveServer) -> _Closed:
-    observer = _Closed()
+def closed(sql_server: LiveServer) -> ClosedEpisodes:
+    observer = ClosedEpisodes()
     sql_server.runtime.observe(observer)
     return observer
 
 
 @pytest.fixture(scope="module")
-def report(verl_python: Path, sql_server: LiveServer, closed: _Closed) -> dict[str, Any]:
+def report(verl_python: Path, sql_server: LiveServer, closed: ClosedEpisodes) -> dict[str, Any]:
     done = subprocess.run(
         [str(verl_python), str(ROOT / "examples" / "verl_tools.py"), sql_server.url],
         capture_output=True, text=True, timeout=300, check=False,
@@ -144,7 +110,7 @@ def test_tool_agent_loop_binds_each_rollout_to_one_episode_and_reports_its_rewar
 
 @installs_verl
 def test_a_tiny_model_generating_on_the_cpu_plays_rollouts_whose_rewards_are_the_servers(
-    report: dict[str, Any], closed: _Closed
+    report: dict[str, Any], closed: ClosedEpisodes
 ) -> None:
     rollouts = report["model_rollouts"]
     assert len(rollouts) == 6 and all("error" not in r for r in rollouts)
@@ -180,7 +146,9 @@ def test_verls_schema_model_takes_every_shipped_servers_tools_unchanged(verl_pyt
 
 
 @installs_verl
-def test_an_mcp_servers_file_binds_fastmcps_client_to_its_episode(report: dict[str, Any], closed: _Closed) -> None:
+def test_an_mcp_servers_file_binds_fastmcps_client_to_its_episode(
+    report: dict[str, Any], closed: ClosedEpisodes
+) -> None:
     mcp = report["mcp"]
     assert mcp["tools"] == [t.name for t in sql.tools]
     listed, submitted = mcp["calls"]  # each call its own MCP session, as verl's MCP client makes them
