@@ -123,9 +123,7 @@ class OpenAIPolicy:
             messages.append({"role": "user", "content": episode.prompt})
         tools = episode.server.openai_tools
         for _ in range(self.max_turns or episode.max_steps):
-            reply, turn = await self._complete(messages, tools)
-            if turn is not None:
-                turns.append(turn)
+            reply = await self.complete(messages, tools, turns)
             messages.append(reply)
             calls = reply.get("tool_calls") or []
             if not calls:
@@ -135,14 +133,14 @@ class OpenAIPolicy:
                 if episode.done:
                     return
 
-    async def complete(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ChatMessage:
-        """One chat completion; returns the assistant message (role, content, tool_calls)."""
-        reply, _ = await self._complete(messages, tools)
-        return reply
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]], turns: list[Turn] | None = None
+    ) -> ChatMessage:
+        """One chat completion; returns the assistant message (role, content, tool_calls).
 
-    async def _complete(
-        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
-    ) -> tuple[ChatMessage, Turn | None]:
+        The loop's one call to the model, so a subclass that asks another client (Atropos' server manager)
+        overrides this. With ``capture`` set, the answer's tokens are appended to ``turns`` when given.
+        """
         body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto"}
         if self.temperature is not None:
             body["temperature"] = self.temperature
@@ -160,8 +158,9 @@ class OpenAIPolicy:
         reply: ChatMessage = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             reply["tool_calls"] = message["tool_calls"]
-        turn = captured_turn(payload, endpoint=endpoint, model=self.model) if self.capture is not None else None
-        return reply, turn
+        if self.capture is not None and turns is not None:
+            turns.append(captured_turn(payload, endpoint=endpoint, model=self.model))
+        return reply
 
     async def _run(self, episode: RolloutEpisode, call: dict[str, Any]) -> str:
         function = call.get("function") or {}

@@ -57,6 +57,7 @@ from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
 from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
+from openenv_mcp.trajectories.turns import Turn
 
 __all__ = ["OpenEnvMCPEnv", "OpenEnvMCPEnvConfig", "Played", "TaskItem", "tokenize_transcript"]
 
@@ -123,7 +124,9 @@ class _ServerManagerPolicy(OpenAIPolicy):
         self._split = split
         self._max_tokens = max_tokens
 
-    async def complete(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ChatMessage:
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]], turns: list[Turn] | None = None
+    ) -> ChatMessage:
         with contextlib.suppress(LookupError):  # outside an episode of ours nobody keeps the transcript
             _transcript.get().messages = messages
         completion = await self._server.chat_completion(
