@@ -32,7 +32,7 @@ RAY = Path(sys.executable).parent / "ray"
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB; the pool passes nothing big through it
 NODE_CPUS = 2  # logical: what Ray schedules by, not cores (this machine has 2 for everything)
 START_TIMEOUT = 60.0
-STOP_GRACE = 5.0
+STOP_GRACE = 1.0  # a head drains for up to 30 s on SIGTERM; nothing here needs that
 
 
 @dataclass

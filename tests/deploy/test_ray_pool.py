@@ -8,12 +8,14 @@ Crashes are real: a replica's process is SIGKILLed, as the kernel's OOM killer w
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -91,7 +93,9 @@ def all_cpus_free() -> bool:
     return ray.available_resources().get("CPU", 0) == ray.cluster_resources().get("CPU", -1)
 
 
-def test_replicas_spread_over_the_nodes_and_episodes_over_the_replicas(cluster: RayCluster) -> None:
+def test_replicas_spread_over_the_nodes_episodes_over_the_replicas_and_nothing_outlives_the_pool(
+    cluster: RayCluster,
+) -> None:
     with RayPool("sql", replicas=2, environment=QUIET) as pool:
         urls = pool.refresh()
         placements = pool.placements()
@@ -121,9 +125,15 @@ def test_replicas_spread_over_the_nodes_and_episodes_over_the_replicas(cluster: 
                     return sorted(tool.name for tool in (await client.list_tools()).tools)
 
         assert anyio.run(tools, urls[0]) == ["describe_table", "list_tables", "run_query", "submit_answer"]
-        for episode in episodes:
+        for episode in episodes[:4]:
             pool.close_episode(episode)
-        assert pool.load() == dict.fromkeys(urls, 0)
+        assert sorted(pool.load().values()) == [2, 2]
+        assert not all_cpus_free()  # each replica holds a CPU while it lives
+    # Closed: both actors ended, and their servers with them: no process, no port, no CPU held.
+    wait_until(lambda: all(gone(p) for p in placements.values()), "every replica's process gone, its port closed")
+    wait_until(all_cpus_free, "every CPU of the cluster free again (no actor left)")
+    with pytest.raises(EpisodeNotFound, match="not opened through this pool"):
+        pool.step(episodes[-1], "list_tables")
 
 
 def test_a_crashed_replica_fails_only_its_episodes_and_ray_restarts_it(cluster: RayCluster) -> None:
@@ -169,18 +179,6 @@ def test_a_replica_dead_for_good_is_replaced_by_a_new_actor(cluster: RayCluster)
         replacement = next(p for url, p in pool.placements().items() if url != survivor)
         assert replacement.actor_id != victim.actor_id
         assert pool.replica_of(pool.reset(seed=10).episode_id) == replacement.url
-
-
-def test_closing_the_pool_ends_every_actor_and_server(cluster: RayCluster) -> None:
-    pool = RayPool("sql", replicas=2, environment=QUIET)
-    with pool:
-        episodes = [pool.reset(seed=seed).episode_id for seed in range(2)]
-        placements = list(pool.placements().values())
-        assert not all_cpus_free()  # each replica holds a CPU while it lives
-    wait_until(lambda: all(gone(p) for p in placements), "every replica's process gone, its port closed")
-    wait_until(all_cpus_free, "every CPU of the cluster free again (no actor left)")
-    with pytest.raises(EpisodeNotFound):
-        pool.step(episodes[0], "list_tables")
 
 
 def test_the_async_twin_runs_episodes_concurrently_where_the_options_place_it(cluster: RayCluster) -> None:
@@ -245,3 +243,16 @@ def test_the_core_and_the_command_line_never_import_ray() -> None:
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_example_spreads_its_episodes_over_both_nodes(cluster: RayCluster) -> None:
+    example = Path(__file__).parents[2] / "examples" / "ray_pool.py"
+    done = subprocess.run(
+        [sys.executable, str(example), "--address", cluster.address, "--replicas", "2", "--episodes", "6"],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("replica http://") == 2
+    by_node = next(line for line in done.stdout.splitlines() if line.startswith("episodes by node:"))
+    assert sorted(int(n) for n in re.findall(r": (\d+)", by_node)) == [3, 3]  # two nodes, three each
+    assert "6 episodes, mean reward" in done.stdout
