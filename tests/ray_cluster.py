@@ -111,6 +111,17 @@ class RayCluster:
         for node in reversed(self.nodes):
             node.stop()
 
+    def leftovers(self) -> list[str]:
+        """Live processes still in a node's group (GCS, raylets, workers): none once stopped."""
+        groups = {node.process.pid for node in self.nodes}
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError):
+                state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+                if int(pgrp) in groups and state != "Z":
+                    found.append(stat.read_text().split(")", 1)[0] + ")")
+        return found
+
 
 @contextlib.contextmanager
 def ray_cluster(workers: tuple[str, ...] = ("worker",)) -> Iterator[RayCluster]:
@@ -126,3 +137,8 @@ def ray_cluster(workers: tuple[str, ...] = ("worker",)) -> Iterator[RayCluster]:
             yield cluster
         finally:
             cluster.stop()
+        deadline = time.monotonic() + START_TIMEOUT
+        while cluster.leftovers():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Ray processes outlived their cluster: {cluster.leftovers()}")
+            time.sleep(0.1)
