@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio.to_thread
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from openenv_mcp.client import AsyncEnvClient, EnvClient
 from openenv_mcp.deploy.pool import AsyncEnvPool, EnvPool, ReplicaStats, ReplicaUnavailable
@@ -132,6 +132,8 @@ class _Actors:
                 try:
                     slot.placement = ray.get(slot.asked)
                     slot.served, slot.asked, slot.error = True, None, None
+                except ActorUnavailableError:  # restarting (options without task retries): ask again
+                    slot.asked = slot.handle.placement.remote()
                 except RayActorError as exc:
                     if slot.served:  # it served, then died for good: a new actor takes its place
                         self.slots[index] = self._start()
