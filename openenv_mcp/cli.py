@@ -74,8 +74,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from openenv_mcp.app import build_runtime
-    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.serving import STARTUP_FAILURE, http_server, served_runtime
 
     overrides: dict[str, Any] = {
         k: v for k, v in {"mode": args.mode, "host": args.host, "port": args.port}.items() if v is not None
@@ -83,24 +82,12 @@ def _serve(args: argparse.Namespace) -> int:
     settings = load_settings(Settings, **overrides)
     # stdout belongs to the MCP protocol under stdio; logs go to stderr in both transports.
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    env = load_environment(args.name)
-    runtime = build_runtime(env, settings)
-    from openenv_mcp.trajectories import record_trajectories
-
-    record_trajectories(runtime)  # sim only; OPENENV_TRAJECTORIES=off records nothing
+    runtime = served_runtime(args.name, settings)
     if args.transport == "stdio":
         return _serve_stdio(runtime)
-
-    import uvicorn
-
-    from openenv_mcp.app import build_app
-
-    app = build_app(runtime)
-    logging.getLogger("openenv_mcp").info(
-        "serving %s in %s mode on http://%s:%s (MCP at /mcp)", env.name, settings.mode, settings.host, settings.port
-    )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
-    return 0
+    server = http_server(runtime, log_level=args.log_level)
+    server.run()
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _serve_stdio(runtime: Any) -> int:

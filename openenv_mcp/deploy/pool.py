@@ -112,7 +112,11 @@ class _Book(Generic[ClientT]):
         self.replicas: dict[str, _Replica[ClientT]] = {}
         self.where: dict[str, _Replica[ClientT]] = {}
         self.lost: dict[str, str] = {}
+        self.names: dict[str, str] = {}  # how messages name a replica, by URL (default: the URL)
         self.lock = threading.Lock()
+
+    def name(self, replica: _Replica[ClientT]) -> str:
+        return self.names.get(replica.url, replica.url)
 
     def add(self, urls: Sequence[str], make: Callable[[str], ClientT]) -> list[ClientT]:
         """Add new replicas, forget vanished ones that hold no episode; the clients to close."""
@@ -131,7 +135,7 @@ class _Book(Generic[ClientT]):
         with self.lock:
             ready = [r for r in self.replicas.values() if r.up(now) and r.url not in tried]
             if not ready:
-                states = "; ".join(f"{r.url}: {r.error or 'at capacity'}" for r in self.replicas.values())
+                states = "; ".join(f"{self.name(r)}: {r.error or 'at capacity'}" for r in self.replicas.values())
                 raise ReplicaUnavailable(
                     f"No replica can take an episode ({states or 'no replicas'}); "
                     "check the servers (their /readyz), or refresh() after scaling"
@@ -177,7 +181,7 @@ class _Book(Generic[ClientT]):
             replica.down_until = time.monotonic() + self.retry_after
             for episode_id in replica.episodes:
                 self.lost[episode_id] = (
-                    f"Replica {replica.url} stopped answering ({reason}); episode {episode_id} was on it and is "
+                    f"Replica {self.name(replica)} stopped answering ({reason}); episode {episode_id} was on it and is "
                     "lost: reset() starts a new episode on another replica"
                 )
                 self.where.pop(episode_id, None)
@@ -198,9 +202,9 @@ def _is_down(exc: httpx.HTTPError) -> bool:
     return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout)
 
 
-def _on_replica(replica: _Replica[Any], exc: OpenEnvError) -> OpenEnvError:
+def _on_replica(name: str, exc: OpenEnvError) -> OpenEnvError:
     if isinstance(exc, EpisodeNotFound):
-        return EpisodeNotFound(f"{exc.message} (on replica {replica.url}; did it restart?)")
+        return EpisodeNotFound(f"{exc.message} (on replica {name}; did it restart?)")
     return exc
 
 
@@ -215,15 +219,26 @@ class _PoolBase(Generic[ClientT]):
         resolve: Resolver = resolve_addresses,
         token: str | None = None,
     ) -> None:
-        self.token = token
         self.specs = [replicas] if isinstance(replicas, str) else list(replicas)
         if not self.specs:
             raise ConfigError("EnvPool needs at least one replica URL or host name")
         self.port = port
-        self.timeout = timeout
         self._resolve = resolve
+        self._setup(timeout=timeout, retry_after=retry_after, token=token)
+
+    def _setup(self, *, timeout: float, retry_after: float, token: str | None) -> None:
+        """The state every pool has, whatever gives it its replicas."""
+        self.token = token
+        self.timeout = timeout
         self._book: _Book[ClientT] = _Book(retry_after)
         self._resolved = False
+
+    def _urls(self) -> list[str]:
+        """The replicas' URLs now (blocking: the async twin calls it on a worker thread)."""
+        return _targets(self.specs, self.port, self._resolve)
+
+    def _lost(self, url: str) -> None:
+        """The replica at ``url`` stopped answering (its episodes are lost): pools that replace replicas act here."""
 
     @property
     def replicas(self) -> list[str]:
@@ -257,7 +272,7 @@ class EnvPool(_PoolBase[EnvClient]):
 
     def refresh(self) -> list[str]:
         """Resolve the names again: new replicas join, vanished idle ones leave. The replicas' URLs."""
-        urls = _targets(self.specs, self.port, self._resolve)
+        urls = self._urls()
         for client in self._book.add(urls, lambda url: EnvClient(url, timeout=self.timeout, token=self.token)):
             client.close()
         self._resolved = True
@@ -279,8 +294,10 @@ class EnvPool(_PoolBase[EnvClient]):
             except httpx.HTTPError as exc:
                 self._book.release(replica)
                 if not _is_down(exc):
-                    raise ReplicaUnavailable(f"Replica {replica.url} did not answer reset in time ({exc})") from None
+                    name = self._book.name(replica)
+                    raise ReplicaUnavailable(f"Replica {name} did not answer reset in time ({exc})") from None
                 self._book.down(replica, exc)
+                self._lost(replica.url)
                 continue
             except CapacityExceeded:
                 self._book.release(replica)
@@ -298,11 +315,12 @@ class EnvPool(_PoolBase[EnvClient]):
             return call(replica.client)
         except httpx.HTTPError as exc:
             if not _is_down(exc):
-                raise ReplicaUnavailable(f"Replica {replica.url} did not answer in time ({exc})") from None
+                raise ReplicaUnavailable(f"Replica {self._book.name(replica)} did not answer in time ({exc})") from None
             self._book.down(replica, exc)
+            self._lost(replica.url)
             raise ReplicaUnavailable(self._book.lost[episode_id]) from None
         except OpenEnvError as exc:
-            raise _on_replica(replica, exc) from None
+            raise _on_replica(self._book.name(replica), exc) from None
 
     def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> StepResult:
         """Call ``tool`` on ``episode_id``, on the replica it lives on."""
@@ -340,7 +358,7 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
     """The async twin of :class:`EnvPool` (same arguments; ``await`` every call, ``aclose()``)."""
 
     async def refresh(self) -> list[str]:
-        urls = await anyio.to_thread.run_sync(_targets, self.specs, self.port, self._resolve)
+        urls = await anyio.to_thread.run_sync(self._urls)
         for client in self._book.add(urls, lambda url: AsyncEnvClient(url, timeout=self.timeout, token=self.token)):
             await client.aclose()
         self._resolved = True
@@ -349,8 +367,7 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
     async def reset(
         self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
     ) -> StepResult:
-        if not self._resolved:
-            await self.refresh()
+        await self._ready()
         tried: set[str] = set()
         while True:
             replica = self._book.choose(tried)
@@ -360,8 +377,10 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
             except httpx.HTTPError as exc:
                 self._book.release(replica)
                 if not _is_down(exc):
-                    raise ReplicaUnavailable(f"Replica {replica.url} did not answer reset in time ({exc})") from None
+                    name = self._book.name(replica)
+                    raise ReplicaUnavailable(f"Replica {name} did not answer reset in time ({exc})") from None
                 self._book.down(replica, exc)
+                self._lost(replica.url)
                 continue
             except CapacityExceeded:
                 self._book.release(replica)
@@ -373,17 +392,22 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
             self._book.placed(replica, result.episode_id)
             return result
 
+    async def _ready(self) -> None:
+        if not self._resolved:
+            await self.refresh()
+
     async def _call(self, episode_id: str, call: Callable[[AsyncEnvClient], Any]) -> Any:
         replica = self._book.replica_of(episode_id)
         try:
             return await call(replica.client)
         except httpx.HTTPError as exc:
             if not _is_down(exc):
-                raise ReplicaUnavailable(f"Replica {replica.url} did not answer in time ({exc})") from None
+                raise ReplicaUnavailable(f"Replica {self._book.name(replica)} did not answer in time ({exc})") from None
             self._book.down(replica, exc)
+            self._lost(replica.url)
             raise ReplicaUnavailable(self._book.lost[episode_id]) from None
         except OpenEnvError as exc:
-            raise _on_replica(replica, exc) from None
+            raise _on_replica(self._book.name(replica), exc) from None
 
     async def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> StepResult:
         result: StepResult = await self._call(episode_id, lambda c: c.step(tool, arguments, episode_id=episode_id))

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
-from openenv_mcp import AsyncEnvClient, EnvClient
-from openenv_mcp.deploy.providers import ComposeService, DockerImage, LocalServer, ProviderError
+from openenv_mcp import AsyncEnvClient, ConfigError, EnvClient
+from openenv_mcp.deploy.providers import ComposeService, DockerImage, LocalServer, ProviderError, ThreadServer
 from openenv_mcp.deploy.stacks import SERVER_LABEL
 from tests.fake_docker import FakeDocker
 from tests.support import free_port, require_service
@@ -122,6 +123,26 @@ async def test_the_async_twin_yields_an_async_client_and_cleans_up() -> None:
 
 
 # the Docker image (fake docker) -----------------------------------------------------------------
+
+
+def test_a_thread_server_serves_both_doors_from_this_process_and_closes_its_port() -> None:
+    server = ThreadServer("sql", settings={"trajectories": "off"})
+    with server as env:
+        url = server.url
+        assert env.reset(seed=1).info["task_id"]
+        assert not env.step("list_tables").observation.is_error
+        assert httpx.get(f"{url}/healthz").json()["server"] == "sql"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/healthz", timeout=2)
+
+
+def test_a_thread_server_missing_a_prod_setting_names_it_and_holds_no_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SQL_DATABASE_URL", raising=False)
+    server = ThreadServer("sql", mode="prod")
+    with pytest.raises(ConfigError, match="set SQL_DATABASE_URL"):
+        server.start()
+    with pytest.raises(ProviderError, match="not started"):
+        _ = server.url
 
 
 def test_docker_image_runs_the_image_and_removes_the_container(
