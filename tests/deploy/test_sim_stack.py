@@ -63,7 +63,13 @@ def test_sql_reset_and_step_through_the_container(sim_stack: Stack) -> None:
 
 
 def test_the_coding_sandbox_runs_code_in_the_container_as_a_uid_per_episode(sim_stack: Stack) -> None:
-    code = "import os; print(os.getuid(), os.getgid() > 0)"
+    # A seeded run sees one fixed uid (sim is deterministic: docs/security.md); its user namespace's map shows the
+    # host uid behind it, which is the episode's own.
+    code = (
+        "import os\n"
+        "maps = [line.split() for line in open('/proc/self/uid_map')]\n"
+        "print(os.getuid(), os.getgid() > 0, *[o for i, o, _ in maps if int(i) == os.getuid()])"
+    )
     uids = []
     for _ in range(2):
         with EnvClient(sim_stack.urls["coding"]) as env:
@@ -71,9 +77,9 @@ def test_the_coding_sandbox_runs_code_in_the_container_as_a_uid_per_episode(sim_
             ran = env.step("run_python", {"code": code})
             assert not ran.observation.is_error, ran.observation.text
             result = ran.observation.structured_content or {}
-            uid_text, gid_set = str(result.get("stdout", "")).split()
+            seen_text, gid_set, uid_text = str(result.get("stdout", "")).split()
             uid = int(uid_text)
-            assert gid_set == "True"
+            assert gid_set == "True" and int(seen_text) > 0
             assert uid > 0 and uid not in (10001, 10002), "code runs neither as root nor as the server's user"
             uids.append(uid)
     assert uids[0] != uids[1], "each episode has a uid of its own"
