@@ -83,7 +83,7 @@ def _meta(quick: bool, load_before: tuple[float, float, float], openenv: Path | 
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "versions": {name: importlib.metadata.version(name) for name in packages},
-        "openenv_core": servers.openenv_version(openenv) if openenv else None,
+        "openenv": servers.openenv_version(openenv) if openenv else None,
     }
 
 
