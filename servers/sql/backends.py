@@ -14,13 +14,12 @@ import time
 import uuid
 from collections.abc import Callable
 from importlib import resources
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio.to_thread
 from sqlalchemy import Connection, create_engine, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from openenv_mcp.errors import ConfigError, ToolFailed
@@ -29,6 +28,9 @@ from servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from servers.sql.readonly import single_read_statement
 from servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
 from servers.sql.settings import SqlSettings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine  # prod only: the sim server starts without it
 
 __all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_sql"]
 
