@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from openenv_mcp.environment import Environment
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
-from openenv_mcp.mcp_adapter import McpDoor
+from openenv_mcp.mcp_mount import McpMount
 from openenv_mcp.metrics import CONTENT_TYPE
 from openenv_mcp.models import (
     BatchResult,
@@ -88,16 +88,14 @@ def build_app(runtime: Runtime) -> FastAPI:
     policy = AccessPolicy.from_settings(runtime.settings)
     if (warning := serving_warning(runtime.settings, policy)) is not None:
         log.warning(warning)
-    door = McpDoor(runtime)
     sessions = OpenEnvSessions(runtime)  # OpenEnv's clients: openenv_mcp/openenv_wire.py
-    mcp_routes = door.http_routes(session_idle_timeout=runtime.settings.idle_timeout)
+    mcp = McpMount(runtime, session_idle_timeout=runtime.settings.idle_timeout)  # the SDK loads once serving
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        assert door.session_manager is not None
         await runtime.start()
         try:
-            async with door.session_manager.run():
+            async with mcp.serving():
                 yield
         finally:
             await runtime.stop()
@@ -112,6 +110,7 @@ def build_app(runtime: Runtime) -> FastAPI:
         max_body_size=runtime.settings.max_body_bytes,
     )
     app.state.runtime = runtime
+    app.state.mcp = mcp
     app.add_middleware(Guard, policy=policy)
 
     @app.exception_handler(OpenEnvError)
@@ -221,10 +220,8 @@ def build_app(runtime: Runtime) -> FastAPI:
 
     # /ws in both modes: OpenEnv's MCP client opens it in prod too (our reset and state answer 404 there)
     app.add_api_websocket_route("/ws", websocket_door(runtime, sessions))
-    for route in mcp_routes:  # OpenEnv's JSON-RPC requests are answered before the MCP SDK sees them
-        if isinstance(route, Route) and route.path == "/mcp":
-            route = Route("/mcp", OpenEnvMcpShim(route.app, sessions))
-        app.router.routes.append(route)
+    # OpenEnv's JSON-RPC requests are answered before the MCP SDK sees them
+    app.router.routes.append(Route("/mcp", OpenEnvMcpShim(mcp, sessions)))
     # Routes are tried in order and every path here is exact, so order changes speed, not meaning:
     # the step routes first, FastAPI's documentation pages last.
     docs = {app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
