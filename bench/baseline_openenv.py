@@ -1,6 +1,6 @@
 # mypy: disable-error-code="import-not-found,misc"
 # (openenv is installed in .venv/openenv only, never in the project's venv that mypy checks with)
-"""Baseline C: OpenEnv (the ``openenv`` package, its latest release) serving a minimal environment equivalent to ``bench/trivial.py``.
+"""Baseline C: OpenEnv (``openenv``, its latest release) serving a minimal environment like ``bench/trivial.py``.
 
 Runs under OpenEnv's venv (``.venv/openenv``, shared with tests/test_openenv_wire.py), never the project's:
 ``bench/servers.py`` starts it as ``.venv/openenv/bin/python bench/baseline_openenv.py --port P --tables a,b,...``.

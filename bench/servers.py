@@ -186,7 +186,8 @@ def openenv_python() -> tuple[Path | None, str]:
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     try:
         if not (python.exists() and stamp.exists()):
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(OPENENV_VENV)], check=True, capture_output=True)
+            venv = [sys.executable, "-m", "venv", "--clear", str(OPENENV_VENV)]
+            subprocess.run(venv, check=True, capture_output=True, timeout=300)
             subprocess.run([*pip, "-r", str(OPENENV_REQUIREMENTS)], check=True, capture_output=True, timeout=900)
             stamp.touch()
         subprocess.run([*pip, *OPENENV_SERVING], check=True, capture_output=True, timeout=300)

@@ -16,7 +16,7 @@ import importlib
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from starlette.routing import Route
@@ -77,10 +77,8 @@ class McpMount:
         app = self._app
         if app is None:
             if self._ready is not None:
-                try:
+                with suppress(TimeoutError):
                     await asyncio.wait_for(self._ready.wait(), LOAD_TIMEOUT)
-                except TimeoutError:
-                    pass
             app = self._app
         if app is None:
             await _unavailable(scope, send, self._why())
