@@ -38,7 +38,7 @@ def _specs(ctx: Context) -> list[servers.ServerSpec]:
         wanted["bare-fastapi"] = servers.bare_fastapi(ctx.tables)
         if ctx.openenv_python is not None:
             wanted["openenv"] = servers.openenv(ctx.tables, ctx.openenv_python)
-    if "step" in sections:
+    if sections & {"step", "throughput"}:
         wanted["ours-trivial-recording"] = servers.ours_trivial(recording=True)
     if "mcp" in sections:
         wanted["bare-mcp"] = servers.bare_mcp(ctx.tables)
