@@ -38,7 +38,7 @@ def _specs(ctx: Context) -> list[servers.ServerSpec]:
         wanted["bare-fastapi"] = servers.bare_fastapi(ctx.tables)
         if ctx.openenv_python is not None:
             wanted["openenv"] = servers.openenv(ctx.tables, ctx.openenv_python)
-    if "step" in sections:
+    if sections & {"step", "throughput"}:
         wanted["ours-trivial-recording"] = servers.ours_trivial(recording=True)
     if "mcp" in sections:
         wanted["bare-mcp"] = servers.bare_mcp(ctx.tables)
@@ -83,7 +83,7 @@ def _meta(quick: bool, load_before: tuple[float, float, float], openenv: Path | 
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "versions": {name: importlib.metadata.version(name) for name in packages},
-        "openenv_core": servers.openenv_version(openenv) if openenv else None,
+        "openenv": servers.openenv_version(openenv) if openenv else None,
     }
 
 

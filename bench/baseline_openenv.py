@@ -1,9 +1,9 @@
 # mypy: disable-error-code="import-not-found,misc"
-# (openenv-core is installed in bench/.venv-openenv only, never in the project's venv that mypy checks with)
-"""Baseline C: OpenEnv (``openenv-core``) serving a minimal environment equivalent to ``bench/trivial.py``.
+# (openenv is installed in .venv/openenv only, never in the project's venv that mypy checks with)
+"""Baseline C: OpenEnv (``openenv``, its latest release) serving a minimal environment like ``bench/trivial.py``.
 
-Runs under the benchmark's own OpenEnv venv (``bench/.venv-openenv``), never the project's: ``bench/servers.py``
-starts it as ``bench/.venv-openenv/bin/python bench/baseline_openenv.py --port P --tables a,b,...``.
+Runs under OpenEnv's venv (``.venv/openenv``, shared with tests/test_openenv_wire.py), never the project's:
+``bench/servers.py`` starts it as ``.venv/openenv/bin/python bench/baseline_openenv.py --port P --tables a,b,...``.
 
 The environment takes an action ``{"tool", "arguments"}`` and answers with the table list, like the other baselines.
 It is written for OpenEnv's fastest paths: ``reset_async``/``step_async`` are overridden (so neither HTTP nor the

@@ -323,7 +323,7 @@ async def _latency(ctx: Context, rows: list[Row]) -> None:
     ctx.details["latency"] = _details(blocks)
     if step:
         bare = step["bare"]
-        rows += _pair("step", "/step trivial tool", step["trivial"], bare, "bare FastAPI", 1.2)
+        rows += _pair("step", "/step trivial tool", step["trivial"], bare, "bare FastAPI", 1.15)
         rows.append(_cpu_row("step", "/step trivial tool, server CPU", step["trivial"], bare, "bare FastAPI"))
         if "recording" in step:
             rows += _pair("step", "/step trivial, trajectories on", step["recording"], bare, "bare FastAPI", p99=False)
@@ -335,13 +335,13 @@ async def _latency(ctx: Context, rows: list[Row]) -> None:
             if env in step:
                 rows += _pair("step", f"/step {env} (its examples)", step[env], bare, "bare FastAPI")
     if mcp:
-        rows += _pair("mcp", "MCP HTTP call, trivial", mcp["http trivial"], mcp["http bare"], "bare SDK", 1.1)
+        rows += _pair("mcp", "MCP HTTP call, trivial", mcp["http trivial"], mcp["http bare"], "bare SDK", 1.0)
         rows.append(_cpu_row("mcp", "MCP HTTP call, server CPU", mcp["http trivial"], mcp["http bare"], "bare SDK"))
         if "http sql" in mcp:
             rows += _pair(
                 "mcp", "MCP HTTP call, sql examples", mcp["http sql"], mcp["http bare"], "bare SDK", p99=False
             )
-        rows += _pair("mcp", "MCP stdio call, trivial", mcp["stdio trivial"], mcp["stdio bare"], "bare SDK stdio", 1.1)
+        rows += _pair("mcp", "MCP stdio call, trivial", mcp["stdio trivial"], mcp["stdio bare"], "bare SDK stdio", 1.0)
         if "stdio sql" in mcp:
             rows += _pair(
                 "mcp", "MCP stdio call, sql examples", mcp["stdio sql"], mcp["stdio bare"], "bare SDK stdio", p99=False

@@ -263,6 +263,7 @@ async def tool_calls(client: Client, calls: Sequence[tuple[str, dict[str, Any]]]
 class Counter:
     steps: int = 0
     stop: bool = False
+    measuring: bool = False  # inside the timed window (after the warm-up, before the stop)
 
 
 async def _measure(workers: list[Awaitable[None]], counter: Counter, warmup: float, duration: float) -> float:
@@ -274,8 +275,10 @@ async def _measure(workers: list[Awaitable[None]], counter: Counter, warmup: flo
             if task.done():
                 task.result()  # a worker that failed: raise its error
         before, started = counter.steps, time.perf_counter()
+        counter.measuring = True
         await asyncio.sleep(duration)
         done, elapsed = counter.steps - before, time.perf_counter() - started
+        counter.measuring = False
         counter.stop = True
         await asyncio.gather(*tasks)
     finally:
@@ -285,9 +288,17 @@ async def _measure(workers: list[Awaitable[None]], counter: Counter, warmup: flo
 
 
 async def http_throughput(
-    port: int, requests: Sequence[bytes], steps_per_request: int, warmup: float, duration: float
+    port: int,
+    requests: Sequence[bytes],
+    steps_per_request: int,
+    warmup: float,
+    duration: float,
+    latencies: list[float] | None = None,
 ) -> float:
-    """One connection per request in ``requests``, each sending its request back to back."""
+    """One connection per request in ``requests``, each sending its request back to back.
+
+    With ``latencies``, the milliseconds of every request answered inside the timed window are appended to it.
+    """
     counter = Counter()
     connections = [await AsyncHttp.open(port) for _ in requests]
 
@@ -296,10 +307,13 @@ async def http_throughput(
         if status != 200 or (steps_per_request > 1 and body.count(b'"ok":true') != steps_per_request):
             raise BenchError(f"port {port} answered {status}: {body[:300]!r}")
         while not counter.stop:
+            sent = time.perf_counter_ns()
             status, body = await http.send(data)
             if status != 200:
                 raise BenchError(f"port {port} answered {status}: {body[:300]!r}")
             counter.steps += steps_per_request
+            if latencies is not None and counter.measuring:
+                latencies.append(_ms(sent))
 
     try:
         return await _measure(

@@ -29,6 +29,7 @@ from bench.report import Row
 LIMIT = 2e9
 CHECKPOINTS = 10
 SQL_TARGET = 10_000
+SQL_KB_TARGET = 40.0  # KB per open SQL episode
 RESOLUTION = 64.0  # bytes per episode below which RSS growth is not measurable here
 
 
@@ -194,6 +195,8 @@ async def run(ctx: Context) -> list[Row]:
                 "KB",
                 base_name,
                 base_kb,
+                SQL_KB_TARGET if env == "sql" else None,
+                "value<=",
                 note=note,
             )
         )

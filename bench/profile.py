@@ -94,20 +94,26 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--trajectories", action="store_true", help="record every step (the shipped default)")
     args = parser.parse_args()
     if args.env == "bare":  # the bare FastAPI baseline (path step only), for comparison
         from bench.trivial import TABLES
 
         spec = servers.bare_fastapi(TABLES)
     else:
-        spec = servers.ours_trivial() if args.env == "trivial" else servers.ours(args.env)
+        recording = args.trajectories
+        spec = (
+            servers.ours_trivial(recording=recording)
+            if args.env == "trivial"
+            else servers.ours(args.env, recording=recording)
+        )
     server = servers.start(spec, RESULTS / "logs")
     out = RESULTS / f"profile-{args.path}.txt"
     try:
         servers.wait_ready(server, time.monotonic() + servers.READY_TIMEOUT)
         py_spy = str(Path(sys.executable).parent / "py-spy")
         seconds = str(int(args.seconds) + 1)
-        argv = [py_spy, "record", "--pid", str(server.process.pid), "--rate", "1000", "--format", "raw"]
+        argv = [py_spy, "record", "--pid", str(server.process.pid), "--rate", "1000", "--format", "raw", "--threads"]
         spy = subprocess.Popen(
             [*argv, "--output", str(out), "--duration", seconds, "--nonblocking"],
             stdout=subprocess.DEVNULL,

@@ -2,12 +2,14 @@
 
 Ours are started the way users start them (``openenv-mcp serve NAME``; the trivial environment through the same
 ``openenv_mcp.cli.main``, see ``bench/trivial.py``). The baselines are ``bench/baseline_*.py``. OpenEnv runs from the
-benchmark's own venv, ``bench/.venv-openenv``, made here on first use (``openenv-core`` from the package index, plus
-uvloop and httptools so that it is served like ours); it never enters the project's dependencies.
+venv the tests already make for OpenEnv's clients, ``.venv/openenv`` (the latest ``openenv`` release, pinned in
+``tests/interop/openenv-requirements.txt``), made here on first use when the tests have not made it, plus uvloop and
+httptools so that it is served like ours; it never enters the project's dependencies.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -26,8 +28,9 @@ STOP_TIMEOUT = 10.0
 MAX_STEPS = 10**9  # one long episode per client: no step limit inside a measured block
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-OPENENV_VENV = BENCH / ".venv-openenv"
-OPENENV_REQUIREMENTS = ("openenv-core==0.3.0", "uvloop", "httptools")
+OPENENV_VENV = ROOT / ".venv" / "openenv"  # shared with tests/test_openenv_wire.py, which makes it the same way
+OPENENV_REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
+OPENENV_SERVING = ("uvloop", "httptools")  # served like ours; the tests' clients do not need them
 TRAJECTORY_DIR = Path(tempfile.gettempdir()) / "openenv-mcp-bench"
 
 
@@ -168,34 +171,38 @@ def openenv(tables: Sequence[str], python: Path) -> ServerSpec:
 
 
 def openenv_python() -> tuple[Path | None, str]:
-    """The OpenEnv venv's python, made on first use; ``(None, why)`` when it cannot be made."""
+    """The OpenEnv venv's python, made on first use; ``(None, why)`` when it cannot be made.
+
+    The venv is the one ``tests/test_openenv_wire.py`` makes (same place, same stamp: a hash of the requirements
+    file), so whichever runs first makes it for both; the benchmark adds uvloop and httptools to it.
+    """
     python = OPENENV_VENV / "bin" / "python"
-    stamp = OPENENV_VENV / (".installed-" + "-".join(OPENENV_REQUIREMENTS).replace("=", "").replace("/", ""))
-    if python.exists() and stamp.exists():
+    digest = hashlib.sha1(OPENENV_REQUIREMENTS.read_bytes()).hexdigest()[:12]
+    stamp = OPENENV_VENV / f".installed-{digest}"
+    serving = OPENENV_VENV / f".serving-{digest}"
+    if python.exists() and stamp.exists() and serving.exists():
         return python, ""
-    print(
-        f"making {OPENENV_VENV.relative_to(ROOT)} ({', '.join(OPENENV_REQUIREMENTS)}; about a minute) ...", flush=True
-    )
-    base = getattr(sys, "_base_executable", sys.executable)
+    print(f"making {OPENENV_VENV.relative_to(ROOT)} (openenv, uvloop, httptools; about two minutes) ...", flush=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     try:
-        if not python.exists():
-            subprocess.run([base, "-m", "venv", str(OPENENV_VENV)], check=True, capture_output=True, timeout=300)
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run([*pip, *OPENENV_REQUIREMENTS], check=True, capture_output=True, timeout=900)
+        if not (python.exists() and stamp.exists()):
+            venv = [sys.executable, "-m", "venv", "--clear", str(OPENENV_VENV)]
+            subprocess.run(venv, check=True, capture_output=True, timeout=300)
+            subprocess.run([*pip, "-r", str(OPENENV_REQUIREMENTS)], check=True, capture_output=True, timeout=900)
+            stamp.touch()
+        subprocess.run([*pip, *OPENENV_SERVING], check=True, capture_output=True, timeout=300)
         subprocess.run([str(python), "-c", "import openenv.core, uvloop, httptools"], check=True, capture_output=True)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         tail = detail.decode(errors="replace").strip().splitlines()[-3:] if isinstance(detail, bytes) else []
-        return None, f"could not install {' '.join(OPENENV_REQUIREMENTS)} into {OPENENV_VENV}: {exc} {' '.join(tail)}"
-    for old in OPENENV_VENV.glob(".installed-*"):
-        old.unlink()
-    stamp.touch()
+        return None, f"could not install openenv, uvloop and httptools into {OPENENV_VENV}: {exc} {' '.join(tail)}"
+    serving.touch()
     return python, ""
 
 
 def openenv_version(python: Path) -> str:
     done = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('openenv-core'))"],
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('openenv'))"],
         capture_output=True,
         text=True,
     )

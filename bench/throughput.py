@@ -15,6 +15,7 @@ requests, answers checked but not parsed) and share the 2 cores with the server,
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,21 +26,35 @@ from bench.measure import Http
 from bench.report import Row
 
 STEP = {"tool": "list_tables", "arguments": {}}
+BEST_PATH_RATIO = 3.0  # our best path against the latest OpenEnv's best path
+TAIL_RATIO = 3.0  # /step p99 over its median with 64 clients
+RECORDING_RATIO = 0.9  # batched steps/s recording every step (the default) against recording nothing
+
+
+def _episodes(ctx: Context, server: str) -> list[str]:
+    if server not in ctx.up:
+        return []
+    setup = Http(ctx.up[server].port)
+    try:
+        return measure.open_episodes(setup, max(ctx.plan.concurrency))
+    finally:
+        setup.close()
 
 
 @dataclass
 class Cell:
     path: str
     clients: int
-    run: Callable[[], Awaitable[float]]
+    run: Callable[[Cell], Awaitable[float]]
     rounds: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # ms of each /step in the timed windows (HTTP /step cells)
 
     @property
     def median(self) -> float:
         return statistics.median(self.rounds)
 
 
-def _cells(ctx: Context, episodes: list[str]) -> list[Cell]:
+def _cells(ctx: Context, episodes: list[str], recorded: list[str]) -> list[Cell]:
     up, plan = ctx.up, ctx.plan
     warm, duration = plan.tp_warmup_s, plan.tp_duration_s
     ours, bare = up["ours-trivial"].port, up["bare-fastapi"].port
@@ -47,33 +62,33 @@ def _cells(ctx: Context, episodes: list[str]) -> list[Cell]:
     cells: list[Cell] = []
     for n in plan.concurrency:
 
-        def ours_step(n: int = n) -> Awaitable[float]:
+        def ours_step(cell: Cell, n: int = n) -> Awaitable[float]:
             requests = [
                 measure.request(ours, "POST", "/step", step_body, {"X-Episode-Id": episodes[i]}) for i in range(n)
             ]
-            return measure.http_throughput(ours, requests, 1, warm, duration)
+            return measure.http_throughput(ours, requests, 1, warm, duration, cell.latencies)
 
-        def ours_ws(n: int = n) -> Awaitable[float]:
+        def ours_ws(cell: Cell, n: int = n) -> Awaitable[float]:
             step = json.dumps({"op": "step", "action": STEP})
             return measure.ws_throughput(
                 ours, [json.dumps({"op": "reset"})], lambda i: step, n, 1, '{"ok":true', warm, duration
             )
 
-        def ours_batch(n: int = n) -> Awaitable[float]:
+        def ours_batch(cell: Cell, n: int = n) -> Awaitable[float]:
             body = json.dumps({"steps": [{"episode_id": episodes[i], "action": STEP} for i in range(n)]}).encode()
             return measure.http_throughput(
                 ours, [measure.request(ours, "POST", "/step_batch", body)], n, warm, duration
             )
 
-        def ours_ws_batch(n: int = n) -> Awaitable[float]:
+        def ours_ws_batch(cell: Cell, n: int = n) -> Awaitable[float]:
             message = json.dumps(
                 {"op": "step_batch", "steps": [{"episode_id": episodes[i], "action": STEP} for i in range(n)]}
             )
             return measure.ws_throughput(ours, [], lambda i: message, 1, n, '{"ok":true', warm, duration)
 
-        def bare_step(n: int = n) -> Awaitable[float]:
+        def bare_step(cell: Cell, n: int = n) -> Awaitable[float]:
             return measure.http_throughput(
-                bare, [measure.request(bare, "POST", "/step", step_body)] * n, 1, warm, duration
+                bare, [measure.request(bare, "POST", "/step", step_body)] * n, 1, warm, duration, cell.latencies
             )
 
         cells += [
@@ -83,15 +98,26 @@ def _cells(ctx: Context, episodes: list[str]) -> list[Cell]:
             Cell("ours /ws step_batch", n, ours_ws_batch),
             Cell("bare FastAPI /step", n, bare_step),
         ]
+        if recorded and n == max(plan.concurrency):
+            rec = up["ours-trivial-recording"].port
+
+            def ours_batch_recorded(cell: Cell, n: int = n, rec: int = rec) -> Awaitable[float]:
+                steps = [{"episode_id": recorded[i], "action": STEP} for i in range(n)]
+                body = json.dumps({"steps": steps}).encode()
+                return measure.http_throughput(
+                    rec, [measure.request(rec, "POST", "/step_batch", body)], n, warm, duration
+                )
+
+            cells.append(Cell("ours /step_batch, trajectories on", n, ours_batch_recorded))
         if "openenv" in up:
             oe = up["openenv"].port
 
-            def oe_step(n: int = n, oe: int = oe) -> Awaitable[float]:
+            def oe_step(cell: Cell, n: int = n, oe: int = oe) -> Awaitable[float]:
                 return measure.http_throughput(
                     oe, [measure.request(oe, "POST", "/step", step_body)] * n, 1, warm, duration
                 )
 
-            def oe_ws(n: int = n, oe: int = oe) -> Awaitable[float]:
+            def oe_ws(cell: Cell, n: int = n, oe: int = oe) -> Awaitable[float]:
                 step = json.dumps({"type": "step", "data": STEP})
                 reset = json.dumps({"type": "reset", "data": {}})
                 return measure.ws_throughput(oe, [reset], lambda i: step, n, 1, '{"type":"observation"', warm, duration)
@@ -101,17 +127,13 @@ def _cells(ctx: Context, episodes: list[str]) -> list[Cell]:
 
 
 async def run(ctx: Context) -> list[Row]:
-    setup = Http(ctx.up["ours-trivial"].port)
-    try:
-        episodes = measure.open_episodes(setup, max(ctx.plan.concurrency))
-    finally:
-        setup.close()
-    cells = _cells(ctx, episodes)
+    episodes, recorded = _episodes(ctx, "ours-trivial"), _episodes(ctx, "ours-trivial-recording")
+    cells = _cells(ctx, episodes, recorded)
     print(f"throughput: {len(cells)} cells x {ctx.plan.tp_rounds} rounds ...", flush=True)
     for round_ in range(ctx.plan.tp_rounds):
         print(f"  round {round_ + 1}/{ctx.plan.tp_rounds} ...", flush=True)
         for cell in cells if round_ % 2 == 0 else list(reversed(cells)):
-            cell.rounds.append(await cell.run())
+            cell.rounds.append(await cell.run(cell))
 
     by = {(c.path, c.clients): c for c in cells}
     ctx.details["throughput"] = {f"{c.path} x{c.clients}": c.rounds for c in cells}
@@ -151,8 +173,41 @@ async def run(ctx: Context) -> list[Row]:
                     paired_ratio=ratio,
                 )
             )
+    # the tail under load: p99 over the median of every /step of 64 clients (ours, and bare FastAPI's for reference)
+    most = max(ctx.plan.concurrency)
+    for path, limit in (("ours /step", TAIL_RATIO), ("bare FastAPI /step", None)):
+        times = sorted(by[(path, most)].latencies)
+        if times:
+            p99 = times[max(0, math.ceil(0.99 * len(times)) - 1)]
+            rows.append(
+                Row(
+                    "throughput",
+                    f"{path.removeprefix('ours ')} p99 / median, {most} clients",
+                    p99,
+                    "ms",
+                    "its median",
+                    statistics.median(times),
+                    limit,
+                )
+            )
+    recorded_cell = by.get(("ours /step_batch, trajectories on", most))
+    if recorded_cell is not None:
+        off = by[("ours /step_batch", most)]
+        rows.append(
+            Row(
+                "throughput",
+                f"/step_batch, {most} clients, trajectories on (the default)",
+                recorded_cell.median,
+                "steps/s",
+                "trajectories off",
+                off.median,
+                RECORDING_RATIO,
+                "ratio>=",
+                measure.paired_ratio(recorded_cell.rounds, off.rounds),
+            )
+        )
     # the target: our best path against OpenEnv's best path (any path, any client count), round by round
-    ours_cells = [c for c in cells if c.path.startswith("ours")]
+    ours_cells = [c for c in cells if c.path.startswith("ours") and c is not recorded_cell]
     best_ours = max(ours_cells, key=lambda c: c.median)
     if has_openenv:
         oe_cells = [c for c in cells if c.path.startswith("OpenEnv")]
@@ -168,7 +223,7 @@ async def run(ctx: Context) -> list[Row]:
                 "steps/s",
                 f"OpenEnv best ({best_oe.path.removeprefix('OpenEnv ')} x{best_oe.clients})",
                 best_oe.median,
-                2.0,
+                BEST_PATH_RATIO,
                 "ratio>=",
                 statistics.median(per_round),
             )

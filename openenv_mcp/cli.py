@@ -32,7 +32,10 @@ _COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+_OWN_COMMANDS = ("list", "serve")
+
+
+def _parser(*, others: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openenv-mcp", description="MCP tool servers for training (sim) and production (prod)."
     )
@@ -46,13 +49,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default: $OPENENV_PORT, else 8000)")
     serve.add_argument("--transport", choices=["http", "stdio"], default="http", help="http (default) or stdio")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    for module in _COMMAND_MODULES:
+    for module in _COMMAND_MODULES if others else ():
         importlib.import_module(module).add_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `serve` and `list` need none of the other commands' modules (about 0.1 s of imports, httpx among them):
+    # a server starts without them. Any other first word, --help included, gets the whole parser.
+    args = _parser(others=not argv or argv[0] not in _OWN_COMMANDS).parse_args(argv)
     try:
         return int(args.handler(args))
     except OpenEnvError as exc:

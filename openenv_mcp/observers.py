@@ -2,7 +2,10 @@
 
 The runtime calls observers after the step is done and graded, outside the episode's lock.
 ``on_*`` methods must not block: an observer that writes to disk or a database queues the event
-and writes from its own task (started by ``start``, flushed by ``stop``).
+and writes from its own task (started by ``start``, flushed by ``stop``). Such an observer may also
+have a ``pace() -> Awaitable[None] | None`` method: the runtime calls it before ``on_step`` and awaits
+what it returns, so that a writer that has fallen behind slows the steps down (a bounded wait, in
+the stepping request only) instead of losing them. ``None`` (room in the queue) costs nothing.
 """
 
 from __future__ import annotations

@@ -13,15 +13,17 @@ it) or a :class:`~openenv_mcp.errors.ToolFailed` result the agent can read and c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import PoolResetState
 
 from openenv_mcp.errors import BackendUnavailable, OpenEnvError, ToolFailed
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 __all__ = ["database_error", "first_line", "open_engine", "session_options", "sqlstate", "unavailable"]
 
@@ -46,6 +48,8 @@ def open_engine(url: URL, *, statement_timeout_ms: int, pool_size: int, **option
     ``client_encoding`` is UTF8 so text comes back as ``str`` even from a SQL_ASCII database (the
     driver would hand SQLAlchemy bytes there, and its version check would fail with a TypeError).
     """
+    from sqlalchemy.ext.asyncio import create_async_engine  # prod only: sim servers start without it
+
     settings = " ".join(f"-c {name}={value}" for name, value in session_options(statement_timeout_ms).items())
     engine = create_async_engine(
         url,

@@ -11,7 +11,7 @@ import gc
 import logging
 import secrets
 import time
-from collections.abc import Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -108,6 +108,7 @@ class Runtime:
         self.tasks: TaskSet = env.tasks()
         self.max_steps = settings.max_steps or env.max_steps
         self.observers: list[EpisodeObserver] = []
+        self._paces: list[Callable[[], Awaitable[None] | None]] = []  # observers' waits for room (EpisodeObserver)
         self.episodes = EpisodeTable(
             capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
         )
@@ -140,6 +141,8 @@ class Runtime:
     def observe(self, observer: EpisodeObserver) -> None:
         """Show ``observer`` every reset, step and close from now on (sim mode)."""
         self.observers.append(observer)
+        if (pace := getattr(observer, "pace", None)) is not None:
+            self._paces.append(pace)
 
     def _closed(self, episode: Episode) -> None:
         for observer in self.observers:
@@ -439,6 +442,9 @@ class Runtime:
                     self.metrics.observe_scores(grade.scores)
                 if episode.done and self.curriculum is not None:
                     self.curriculum.record(episode.task.id, episode.total_reward)
+                for pace in self._paces:  # an observer whose writer is behind: wait for it rather than lose the step
+                    if (waiting := pace()) is not None:
+                        await waiting
                 for observer in self.observers:
                     observer.on_step(episode, bound, result, ran)
             outcome = "tool_failed" if observation.is_error else "ok"

@@ -98,7 +98,12 @@ class Settings(BaseSettings):
         description="The user's data directory (XDG); unset: ~/.local/share",
     )
     trajectories_queue: int = Field(
-        default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it they are dropped and counted"
+        default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it steps wait for room"
+    )
+    trajectories_wait: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds a step waits for room in a full trajectory queue, then is dropped and counted (0: never)",
     )
     openai_base_url: str | None = Field(
         default=None,

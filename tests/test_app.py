@@ -260,3 +260,18 @@ def test_step_batch_answers_in_order_with_errors_per_item(client: httpx.Client) 
 def test_step_batch_rejects_an_empty_or_malformed_batch(client: httpx.Client) -> None:
     assert error_of(client.post("/step_batch", json={"steps": []}))[:2] == (400, "malformed_request")
     assert error_of(client.post("/step_batch", json={"steps": [{"action": {}}]}))[:2] == (400, "malformed_request")
+
+
+def test_mcp_answers_503_naming_the_cause_when_its_door_cannot_be_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv_mcp import mcp_adapter
+
+    def broken(self: object, **options: object) -> list[object]:
+        raise RuntimeError("no transport today")
+
+    monkeypatch.setattr(mcp_adapter.McpDoor, "http_routes", broken)
+    with live_server(sql_environment, mode="sim") as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        answer = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert answer.status_code == 503
+        assert answer.json()["error"]["code"] == "mcp_unavailable"
+        assert "RuntimeError: no transport today" in answer.json()["error"]["message"]
+        assert http.get("/readyz").status_code == 200  # the control plane serves on without the MCP door

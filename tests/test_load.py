@@ -203,6 +203,8 @@ def test_a_thousand_concurrent_episodes_run_without_error_and_leave_nothing_behi
     with served("sql", **settings) as server:
         warm = anyio.run(run_round, server.url, 50, 10_000)  # first-use caches and imports are not a leak
         assert not warm.errors, warm.errors[:5]
+        # Nor is the MCP SDK, which loads in the background once the server serves: /mcp answers once it has.
+        assert httpx.get(f"{server.url}/mcp", timeout=60).status_code < 500
         baseline_rss, baseline_fds = server.rss(), server.fds()
         afters: list[int] = []
         for n in range(2):
@@ -211,9 +213,11 @@ def test_a_thousand_concurrent_episodes_run_without_error_and_leave_nothing_behi
             assert not done.errors, f"{len(done.errors)} errors, e.g. {done.errors[:5]}"
             assert done.steps == EPISODES * (STEPS_ONE_BY_ONE + STEPS_BATCHED)
             assert server.open_episodes() == 0
-            # Back near the baseline: at least half of what the round added given back to the OS (measured: 86 MiB
-            # added, 56 given back; what stays is the allocator's fragmentation, and the second round reuses it).
-            allowed = baseline_rss + max(8 * MIB, (peak.peak - baseline_rss) // 2)
+            # Back near the baseline: at least two thirds of what the round added given back to the OS, or all but
+            # the interpreter's own floor: the Python heap keeps 26-30 MiB after the first round of 1,000 episodes
+            # (measured with the SQL episodes at 58 KB and at 12 KB of SQLite each); the second round, below, must
+            # not add to it, which is what catches a leak.
+            allowed = baseline_rss + max(40 * MIB, (peak.peak - baseline_rss) // 3)
             wait_for(
                 functools.partial(rss_at_most, server, allowed), f"RSS back under {allowed / MIB:.0f} MiB", timeout=15
             )

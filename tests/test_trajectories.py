@@ -118,8 +118,42 @@ async def test_a_step_never_waits_for_the_database(store_url: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_full_queue_drops_steps_counts_them_and_marks_the_episode(store_url: str) -> None:
+async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
+    await runtime.start()
+    release = threading.Event()
+    write = recorder._store.write
+
+    def stuck_write(**batch: Any) -> None:
+        release.wait(30)
+        write(**batch)
+
+    recorder._store.write = stuck_write  # type: ignore[method-assign]
+    episode = (await runtime.reset(task_id="sql-001")).episode_id
+    for _ in range(4):
+        await runtime.call("list_tables", {}, episode)
+    finished: list[int] = []
+
+    async def fifth() -> None:
+        finished.append((await runtime.call("list_tables", {}, episode)).episode.step_count)  # type: ignore[union-attr]
+
+    async with anyio.create_task_group() as steps:
+        steps.start_soon(fifth)
+        await anyio.sleep(0.1)  # the writer is stuck: the step cannot have been recorded, so it must still wait
+        assert finished == [] and recorder.pending == 4
+        release.set()
+        with anyio.fail_after(10):
+            while not finished:
+                await anyio.sleep(0.01)
+    await runtime.stop()
+    assert finished == [5]
+    assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"}' not in runtime.metrics.render().decode()
+    assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 6)]
+
+
+@pytest.mark.anyio
+async def test_a_full_queue_drops_steps_counts_them_and_marks_the_episode(store_url: str) -> None:
+    runtime, recorder = sim_runtime(store_url, trajectories_queue=4, trajectories_wait=0)
     await runtime.start()
     release = threading.Event()
     write = recorder._store.write

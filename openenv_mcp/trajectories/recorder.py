@@ -6,12 +6,15 @@ started by :meth:`TrajectoryRecorder.start` wakes every ``flush_interval`` secon
 ``batch_size`` steps are waiting, serialises what is queued and writes it in one transaction.
 :meth:`TrajectoryRecorder.stop` (server shutdown, after every episode is closed) drains the queue.
 
-Memory is bounded: at most ``queue_size`` steps wait for the writer. When the writer cannot keep
-up (a slow or unreachable database), further steps are **dropped, never waited for**: a step must
-not wait for the disk. Each drop counts in ``openenv_trajectory_steps_dropped_total{reason}``
-(``queue_full``, or ``write_failed`` for a batch the database refused three times) and marks its
-episode (``dropped_steps``), so the exporter leaves that episode out. Episode opens and closes
-are never dropped (they are tiny, and one per episode).
+Memory is bounded: at most ``queue_size`` steps wait for the writer. When the writer falls behind
+(more steps per second than it writes: a loaded machine, a slow database), a step that finds the
+queue full **waits for room** (:meth:`TrajectoryRecorder.pace`, in that request only; the rest of
+the server goes on), so nothing is lost and the steps go at the writer's pace. Only a step that
+has waited ``max_wait`` seconds (``OPENENV_TRAJECTORIES_WAIT``: a database that hangs) is dropped.
+Each drop counts in ``openenv_trajectory_steps_dropped_total{reason}`` (``queue_full``, or
+``write_failed`` for a batch the database refused three times) and marks its episode
+(``dropped_steps``), so the exporter leaves that episode out. Episode opens and closes are never
+dropped (they are tiny, and one per episode).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -43,6 +46,7 @@ __all__ = ["TrajectoryRecorder", "record_trajectories"]
 log = logging.getLogger(__name__)
 
 _WRITE_ATTEMPTS = 3
+_ROOM_POLL = 0.002  # seconds between looks at a full queue (a transaction frees up to ten batches at once)
 
 
 class _Open(NamedTuple):
@@ -89,9 +93,11 @@ class TrajectoryRecorder:
         server: The server's name, stored with each episode.
         description: The server's description (the exported system message).
         tools: The server's MCP tool list (name, description, inputSchema, ...).
-        queue_size: Steps held in memory for the writer; beyond it steps are dropped and counted.
-        batch_size: Steps that wake the writer before ``flush_interval`` is up.
+        queue_size: Steps held in memory for the writer; beyond it steps wait for room (see ``max_wait``).
+        batch_size: Steps that wake the writer before ``flush_interval`` is up (the writer wakes at most this
+            often: each wake takes the interpreter from the serving thread for a while).
         flush_interval: Seconds between writes when fewer than ``batch_size`` steps wait.
+        max_wait: Seconds a step waits for room in a full queue before it is dropped and counted (0: never).
         registry: Where the recorder's Prometheus metrics go (the server's registry).
         optional: The store is the default one, not one the user asked for: if it cannot be opened the
             server logs a warning and records nothing, instead of refusing to start.
@@ -105,8 +111,9 @@ class TrajectoryRecorder:
         description: str,
         tools: Sequence[Mapping[str, Any]],
         queue_size: int = 10_000,
-        batch_size: int = 100,
+        batch_size: int = 1_000,
         flush_interval: float = 0.5,
+        max_wait: float = 30.0,
         registry: CollectorRegistry | None = None,
         optional: bool = False,
     ) -> None:
@@ -119,6 +126,7 @@ class TrajectoryRecorder:
         self.queue_size = queue_size
         self.batch_size = batch_size
         self.flush_interval = flush_interval
+        self.max_wait = max_wait
         self.retry_delay = 0.5
         self._queue: queue.SimpleQueue[_Event] = queue.SimpleQueue()
         self._uids: dict[Episode, str] = {}
@@ -174,6 +182,7 @@ class TrajectoryRecorder:
             description=runtime.env.description,
             tools=tools,
             queue_size=runtime.settings.trajectories_queue,
+            max_wait=runtime.settings.trajectories_wait,
             registry=runtime.metrics.registry,
             optional=default,
         )
@@ -216,6 +225,20 @@ class TrajectoryRecorder:
         self._thread = None
         self._store.close()
 
+    def pace(self) -> Awaitable[None] | None:
+        """``None`` while the queue has room; else a wait until it has (at most ``max_wait`` seconds)."""
+        if self._enqueued_steps - self._written_steps < self.queue_size or self._thread is None or not self.max_wait:
+            return None
+        return self._room()
+
+    async def _room(self) -> None:
+        self._wake.set()  # the writer may be asleep with less than a batch queued
+        deadline = time.monotonic() + self.max_wait
+        while self._enqueued_steps - self._written_steps >= self.queue_size and self._thread is not None:
+            if time.monotonic() >= deadline:
+                return  # on_step drops the step and counts it
+            await asyncio.sleep(_ROOM_POLL)
+
     def on_reset(self, episode: Episode, observation: Observation) -> None:
         if self.disabled:
             return
@@ -248,7 +271,7 @@ class TrajectoryRecorder:
                 outcome.scores,
             )
         )
-        if self._enqueued_steps - self._written_steps >= self.batch_size:
+        if self._enqueued_steps - self._written_steps >= self.batch_size and not self._wake.is_set():
             self._wake.set()
 
     def on_close(self, episode: Episode) -> None:
@@ -280,10 +303,12 @@ class TrajectoryRecorder:
                 return
 
     def _write_some(self) -> bool:
-        """Write up to ten batches' worth of queued events in one transaction; False when none were queued."""
+        """Write up to ten batches' worth of queued events (and at most the queue's size) in one transaction;
+        False when none were queued. Few, large transactions: a commit costs about as much as a thousand rows."""
         events: list[_Event] = []
+        most = max(1, min(self.batch_size * 10, self.queue_size))
         try:
-            while len(events) < self.batch_size * 10:
+            while len(events) < most:
                 events.append(self._queue.get_nowait())
         except queue.Empty:
             pass

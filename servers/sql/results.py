@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-import psycopg
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
@@ -121,6 +120,8 @@ def _bounded(column: str, type_code: int, chars: int) -> str:
 def _execute(conn: Connection, statement: str) -> tuple[Any, list[Any]]:
     """Run one statement on the driver's cursor, with no parameters (so a '%' in the agent's SQL is
     just a character); driver errors come out as SQLAlchemy's, like every other query's."""
+    import psycopg  # prod only: the sim server starts without it
+
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(statement)
