@@ -1,6 +1,7 @@
 """The prod switch: the same server, the same tools, on a real PostgreSQL database.
 
-    .venv/bin/python -m servers.sql.load postgresql://postgres@127.0.0.1:5432/shop --create --reader shop_reader
+    .venv/bin/python -m openenv_mcp.servers.sql.load postgresql://postgres@127.0.0.1:5432/shop \
+        --create --reader shop_reader
     .venv/bin/python examples/prod_switch.py postgresql://shop_reader@127.0.0.1:5432/shop
 
 It starts `openenv-mcp serve sql` twice, in sim and in prod (SQL_DATABASE_URL), checks that an

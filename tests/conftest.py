@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from servers.sql import environment as sql_environment
-from servers.sql.load import load
+from openenv_mcp.servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql.load import load
 from tests.support import LiveServer, as_role, live_server, scratch_database
 
 

@@ -30,8 +30,8 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP as SMTPServer
 from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
 
-from servers.email.seed import seed
-from servers.email.sim import fixture
+from openenv_mcp.servers.email.seed import seed
+from openenv_mcp.servers.email.sim import fixture
 from tests.support import free_port, require_service
 
 USER = "alex.morgan@northwind.example"
@@ -331,7 +331,7 @@ def _wait_for_port(server: Dovecot, tls: Certificates | None) -> None:
 
 
 def seed_mailbox(server: Dovecot, tls: Certificates | None = None) -> None:
-    """Seed the account the way users seed theirs (``python -m servers.email.seed``)."""
+    """Seed the account the way users seed theirs (``python -m openenv_mcp.servers.email.seed``)."""
     if tls is None:
         conn = imaplib.IMAP4(server.host, server.port, timeout=10)
     else:

@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
-from servers.search.load import load_corpus
-from servers.search.sphinx import write_config
+from openenv_mcp.servers.search.load import load_corpus
+from openenv_mcp.servers.search.sphinx import write_config
 from tests.support import PG_ADMIN_URL, LiveServer, free_port, require_service
 
 READER = "openenv_reader"
@@ -31,7 +31,7 @@ class SearchDatabase:
 
 @contextmanager
 def search_database() -> Iterator[SearchDatabase]:
-    """A fresh PostgreSQL database with the corpus loaded by ``servers.search.load``; dropped afterwards."""
+    """A fresh PostgreSQL database with the corpus loaded by ``openenv_mcp.servers.search.load``; dropped afterwards."""
     import psycopg
     from psycopg import errors, sql
 

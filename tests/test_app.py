@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server
 
 

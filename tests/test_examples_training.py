@@ -16,8 +16,8 @@ import pytest
 from openenv_mcp import Settings
 from openenv_mcp.app import build_runtime
 from openenv_mcp.rollout import EpisodeResult, Summary
+from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
-from servers.sql import environment
 from tests.support import LiveServer, live_server
 from tests.test_rollout import ScriptedModel, serve
 

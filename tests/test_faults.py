@@ -36,12 +36,12 @@ from aiosmtpd.controller import Controller
 from websockets.sync.client import connect
 
 from openenv_mcp.episodes import EpisodeTable
+from openenv_mcp.servers.email import environment as email_environment
+from openenv_mcp.servers.search import environment as search_environment
+from openenv_mcp.servers.search.load import load_corpus
+from openenv_mcp.servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql.load import load
 from openenv_mcp.tasks import Task
-from servers.email import environment as email_environment
-from servers.search import environment as search_environment
-from servers.search.load import load_corpus
-from servers.sql import environment as sql_environment
-from servers.sql.load import load
 from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
 from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import LiveServer, live_server, record, wait_for

@@ -30,9 +30,9 @@ from websockets.sync.client import connect
 
 from openenv_mcp.app import build_app, build_runtime
 from openenv_mcp.environment import Environment
+from openenv_mcp.servers.search import environment as search_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.settings import Settings
-from servers.search import environment as search_environment
-from servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server
 
 ENVIRONMENTS: dict[str, Environment[Any, Any]] = {"sql": sql_environment, "search": search_environment}

@@ -33,7 +33,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import LiveServer, free_port, live_server, record, wait_for, wait_http
 
 EPISODES = 1_000

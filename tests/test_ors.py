@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings
 from openenv_mcp import Environment, Grade, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.app import build_app, build_runtime
 from openenv_mcp.ors.streams import CHUNK_SIZE, frame, pieces
-from servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server, peer_venv
 
 INTEROP = Path(__file__).parent / "interop"

@@ -35,10 +35,10 @@ from openenv_mcp.registry import (
 from openenv_mcp.registry.entry import PUBLISHER_KEY
 from openenv_mcp.registry.generator import dump_document, short_description
 from openenv_mcp.registry.live import fetch_advertised
+from openenv_mcp.servers.sql import environment as sql
+from openenv_mcp.servers.sql.backends import SqlBackend
+from openenv_mcp.servers.sql.models import QueryResult
 from openenv_mcp.settings import Mode
-from servers.sql import environment as sql
-from servers.sql.backends import SqlBackend
-from servers.sql.models import QueryResult
 from tests.support import LiveServer, all_set, compose_config, free_port, live_server
 
 REGISTRY = Path(__file__).resolve().parents[1] / "registry"

@@ -29,9 +29,9 @@ from openenv_mcp.rollout import (
     run_rollouts,
     scripted_policy,
 )
+from openenv_mcp.servers.sql import environment
+from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import iter_records, openai_tools
-from servers.sql import environment
-from servers.sql.tasks import SqlTask
 from tests.support import LiveServer, live_server
 
 pytestmark = pytest.mark.anyio

@@ -14,10 +14,10 @@ from pydantic_settings import BaseSettings
 from openenv_mcp import Environment, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.app import build_runtime
 from openenv_mcp.rubrics import Criterion, Gate, Rubric
+from openenv_mcp.servers.search import environment as search_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
 from openenv_mcp.trajectories.store import TrajectoryStore
-from servers.search import environment as search_environment
-from servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server
 
 pytestmark = pytest.mark.anyio
@@ -252,7 +252,7 @@ def test_a_rubric_refuses_what_it_cannot_report() -> None:
 
 
 async def test_email_reports_its_three_parts_beside_the_reward() -> None:
-    from servers.email import environment as email_environment
+    from openenv_mcp.servers.email import environment as email_environment
 
     runtime = build_runtime(email_environment, Settings(mode="sim", trajectories="off"))
     await runtime.start()
@@ -293,8 +293,8 @@ def test_sql_and_search_totals_equal_the_formulas_they_replace_bit_for_bit() -> 
     import random
     from collections import Counter as Multiset
 
-    from servers.search.tasks import normalize_answer, score_answer, token_f1
-    from servers.sql.tasks import _row, score_rows
+    from openenv_mcp.servers.search.tasks import normalize_answer, score_answer, token_f1
+    from openenv_mcp.servers.sql.tasks import _row, score_rows
 
     def sql_before(submitted: list[list[Any]], gold: list[list[Any]], *, ordered: bool) -> float:
         mine, theirs = [_row(r) for r in submitted], [_row(r) for r in gold]

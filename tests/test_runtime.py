@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings
 
 from openenv_mcp import Environment, EpisodeNotFound, Grade, ModeError, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.app import build_runtime
-from servers.sql import environment
+from openenv_mcp.servers.sql import environment
 
 pytestmark = pytest.mark.anyio
 

@@ -38,7 +38,7 @@ from openenv_mcp.errors import ConfigError, Unauthorized
 from openenv_mcp.rollout.server import discover
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.security import PAGES, AccessPolicy, Tokens
-from servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import IN_CI, LiveServer, as_role, free_port, live_server, wait_http
 
 TOKEN = "test-token-0123456789-abcdefghij"
@@ -615,7 +615,7 @@ def test_prod_sql_calls_that_run_leave_nothing_behind(
     reason="the sandbox needs root and Linux namespaces; CI runs this as root",
 )
 def test_sandboxed_code_cannot_find_the_servers_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    from servers.coding import environment as coding_environment
+    from openenv_mcp.servers.coding import environment as coding_environment
 
     monkeypatch.setenv("OPENENV_AUTH_TOKEN", TOKEN)  # in the server's own environment, as a deployment sets it
     code = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from openenv_mcp import ConfigError, Settings
+from openenv_mcp.servers.sql.settings import SqlSettings
 from openenv_mcp.settings import load_settings
-from servers.sql.settings import SqlSettings
 
 
 def test_mode_defaults_to_sim_and_reads_MODE(monkeypatch: pytest.MonkeyPatch) -> None:

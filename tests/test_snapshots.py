@@ -11,10 +11,10 @@ from websockets.sync.client import connect
 
 from openenv_mcp import CapacityExceeded, EnvClient, EpisodeFinished, EpisodeNotFound
 from openenv_mcp.errors import ReplayDiverged, SnapshotRejected
+from openenv_mcp.servers.email import environment as email
+from openenv_mcp.servers.search import environment as search
+from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.snapshots import SnapshotSigner
-from servers.email import environment as email
-from servers.search import environment as search
-from servers.sql import environment as sql
 from tests.support import LiveServer, live_server
 
 
@@ -192,7 +192,7 @@ def test_a_replay_that_differs_names_the_first_differing_step(sim_server: LiveSe
 
 
 def test_a_coding_fork_copies_the_workspace_without_following_or_blocking_on_what_the_code_planted() -> None:
-    from servers.coding import environment as coding
+    from openenv_mcp.servers.coding import environment as coding
 
     plant = (
         "import os\n"

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 from openenv_mcp import BackendUnavailable, ConfigError, EnvClient, Settings
 from openenv_mcp.app import build_runtime
 from openenv_mcp.runtime import Runtime
+from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import (
     EpisodeFilter,
     TrajectoryRecorder,
@@ -29,7 +30,6 @@ from openenv_mcp.trajectories import (
     record_trajectories,
 )
 from openenv_mcp.trajectories.store import TrajectoryStore
-from servers.sql import environment
 from tests.support import free_port, scratch_database, wait_http
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]

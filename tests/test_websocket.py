@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from websockets.sync.client import ClientConnection, connect
 
-from servers.sql import environment
+from openenv_mcp.servers.sql import environment
 from tests.support import LiveServer, live_server
 
 

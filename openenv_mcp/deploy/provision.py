@@ -3,7 +3,7 @@
     PROVISION_ADMIN_URL=postgresql://postgres:secret@postgres:5432/postgres \\
     PROVISION_READER_PASSWORD=hunter2 \\
     python -m openenv_mcp.deploy.provision postgres --database sql --reader sql_reader \\
-        -- python -m servers.sql.load {url}
+        -- python -m openenv_mcp.servers.sql.load {url}
 
 Waits (bounded) for the server to accept connections, creates the database if it is missing
 (UTF8, from ``template0``; an existing database in another encoding is refused), creates or

@@ -414,7 +414,7 @@ def _url_setting(env: Environment[Any, Any], service: ProdService) -> str | None
 
 
 def _package(name: str) -> str | None:
-    """The package a server's entry point lives in (``servers.sql:environment`` -> ``servers.sql``)."""
+    """The package a server's entry point lives in (``openenv_mcp.servers.sql:environment`` -> its package)."""
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             return ep.value.split(":", 1)[0]

@@ -3,16 +3,16 @@
 Sim: a fresh working directory and uid per episode; submit_solution runs the task's hidden tests.
 Prod: the operator's persistent workspace (``CODING_WORKSPACE``); submit_solution runs the
 operator's acceptance tests (``CODING_TESTS_FILE``), if any. Both modes run code in the same
-sandbox (see :mod:`servers.coding.sandbox`).
+sandbox (see :mod:`openenv_mcp.servers.coding.sandbox`).
 """
 
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from servers.coding.backends import CodingBackend, ProdBackend, SimBackend
-from servers.coding.settings import CodingSettings
-from servers.coding.tasks import CodingTask, grade, load_tasks, solve
-from servers.coding.tools import tools
+from openenv_mcp.servers.coding.backends import CodingBackend, ProdBackend, SimBackend
+from openenv_mcp.servers.coding.settings import CodingSettings
+from openenv_mcp.servers.coding.tasks import CodingTask, grade, load_tasks, solve
+from openenv_mcp.servers.coding.tools import tools
 
 __all__ = ["environment"]
 

@@ -1,6 +1,6 @@
 """The coding backends: a fresh workspace per episode in sim, the operator's workspace in prod.
 
-Both run code in the same :class:`~servers.coding.sandbox.Sandbox`. Sim is for training:
+Both run code in the same :class:`~openenv_mcp.servers.coding.sandbox.Sandbox`. Sim is for training:
 each episode has its own directory and uid, runs are seeded (``PYTHONHASHSEED`` is the
 episode's seed; run ``n`` of the episode reads ``/dev/urandom`` as a stream drawn from the seed
 and ``n``; the uid it sees is a constant) and report no wall-clock figures, so observations
@@ -19,14 +19,14 @@ import stat
 from typing import TYPE_CHECKING, Protocol
 
 from openenv_mcp import BackendUnavailable, ConfigError
-from servers.coding.accounts import Account
-from servers.coding.judge import TestSuite, judge
-from servers.coding.models import RunResult, SandboxInfo, SubmitResult
-from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
-from servers.coding.settings import CodingSettings
+from openenv_mcp.servers.coding.accounts import Account
+from openenv_mcp.servers.coding.judge import TestSuite, judge
+from openenv_mcp.servers.coding.models import RunResult, SandboxInfo, SubmitResult
+from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
+from openenv_mcp.servers.coding.settings import CodingSettings
 
 if TYPE_CHECKING:
-    from servers.coding.tasks import CodingTask
+    from openenv_mcp.servers.coding.tasks import CodingTask
 
 __all__ = ["CodingBackend", "ProdBackend", "SimBackend"]
 
@@ -191,7 +191,7 @@ class ProdBackend(_Backend):
                     "unprivileged account (nothing else may run as it: leftover processes of it are killed)"
                 )
             account = Account(uid=owner.st_uid, gid=owner.st_gid)
-        from servers.coding.tasks import load_suite  # tasks imports this module
+        from openenv_mcp.servers.coding.tasks import load_suite  # tasks imports this module
 
         suite = load_suite(settings.tests_file) if settings.tests_file is not None else None
         group = sandbox.group_for(account) if sandbox.capabilities.users else None

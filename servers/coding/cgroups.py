@@ -27,7 +27,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers.coding.process import alive
+from openenv_mcp.servers.coding.process import alive
 
 __all__ = ["Cgroups", "Group"]
 

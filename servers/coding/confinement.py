@@ -19,7 +19,7 @@ server, still root:
    in a directory that cannot be covered with ``/dev/null``;
 6. mounts a private ``/dev/shm``;
 7. sets niceness, no-new-privileges, SIGKILL if the server dies, the resource limits, and last
-   the system-call filter (:mod:`servers.coding.syscalls`);
+   the system-call filter (:mod:`openenv_mcp.servers.coding.syscalls`);
 
 then execs :func:`command`: ``unshare`` makes a PID namespace with its own ``/proc``,
 ``setpriv`` drops to the episode's uid and gid with no supplementary groups, and a
@@ -50,7 +50,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from servers.coding.accounts import Account
+from openenv_mcp.servers.coding.accounts import Account
 
 __all__ = [
     "ENTROPY_DEVICES",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openenv_mcp import ConfigError
-from servers.coding.confinement import VISIBLE_WORKDIR, Tools
-from servers.coding.settings import CodingSettings
+from openenv_mcp.servers.coding.confinement import VISIBLE_WORKDIR, Tools
+from openenv_mcp.servers.coding.settings import CodingSettings
 
 __all__ = ["Capabilities", "Covers", "find_tools", "hidden_paths", "make_scratch", "require", "resolve_python"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from servers.coding.models import Failure, SubmitResult
-from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
+from openenv_mcp.servers.coding.models import Failure, SubmitResult
+from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 
 __all__ = ["DEFAULT_TIME_LIMIT_S", "TestCase", "TestSuite", "judge", "same_output", "verdict"]
 

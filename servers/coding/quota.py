@@ -12,8 +12,8 @@ import ctypes
 import os
 from pathlib import Path
 
-from servers.coding.confinement import unescape
-from servers.coding.process import alive
+from openenv_mcp.servers.coding.confinement import unescape
+from openenv_mcp.servers.coding.process import alive
 
 __all__ = ["SOURCE", "mount_capped", "remove_capped", "remove_stale"]
 

@@ -6,11 +6,11 @@
     await sandbox.close_workspace(workspace)
 
 One :class:`Sandbox` per process and settings holds what the host allows (probed once, see
-:mod:`servers.coding.host`), the scratch directory, the uid pool, the control groups and the
+:mod:`openenv_mcp.servers.coding.host`), the scratch directory, the uid pool, the control groups and the
 run slots (a cap per server, and one run at a time per episode). A :class:`Workspace` is a
 size-capped directory, the account code runs as there, and its control group. Each run is
 one process tree (``python -s -B main.py``) in its own session, confined as
-:mod:`servers.coding.confinement` describes, with a minimal environment; its output is read
+:mod:`openenv_mcp.servers.coding.confinement` describes, with a minimal environment; its output is read
 as it comes and capped; a wall-clock timeout kills it; nothing it starts outlives the call:
 its PID namespace is killed, then every process of its uid, then anything left in its group.
 
@@ -18,7 +18,7 @@ A seeded run (sim: ``entropy`` given) is a function of its episode's seed, its p
 files: besides ``PYTHONHASHSEED``, its ``/dev/urandom`` is a stream drawn from the key (so ``random``,
 ``os.urandom``, ``secrets``, ``uuid4`` and temporary names repeat; ``getrandom`` answers ENOSYS so
 everything reads that stream), and it sees its uid and gid as a constant through a user namespace
-of its account (:mod:`servers.coding.confinement`). What stays outside the seed: the clock, and the
+of its account (:mod:`openenv_mcp.servers.coding.confinement`). What stays outside the seed: the clock, and the
 addresses ASLR gives objects (``id()``, default ``repr``); turning ASLR off would weaken the sandbox.
 """
 
@@ -47,14 +47,22 @@ from typing import Any, ClassVar
 import anyio
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from servers.coding.accounts import Account, UidPool
-from servers.coding.cgroups import Cgroups, Group
-from servers.coding.confinement import SEEDED_ID, VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
-from servers.coding.host import Capabilities, Covers, find_tools, hidden_paths, make_scratch, require, resolve_python
-from servers.coding.process import Capture, children, feed, kill_group, kill_namespace, read_report
-from servers.coding.quota import mount_capped, remove_capped, remove_stale
-from servers.coding.settings import CodingSettings
-from servers.coding.syscalls import Filter, build
+from openenv_mcp.servers.coding.accounts import Account, UidPool
+from openenv_mcp.servers.coding.cgroups import Cgroups, Group
+from openenv_mcp.servers.coding.confinement import SEEDED_ID, VISIBLE_WORKDIR, Plan, Tools, command, preexec, sweeper
+from openenv_mcp.servers.coding.host import (
+    Capabilities,
+    Covers,
+    find_tools,
+    hidden_paths,
+    make_scratch,
+    require,
+    resolve_python,
+)
+from openenv_mcp.servers.coding.process import Capture, children, feed, kill_group, kill_namespace, read_report
+from openenv_mcp.servers.coding.quota import mount_capped, remove_capped, remove_stale
+from openenv_mcp.servers.coding.settings import CodingSettings
+from openenv_mcp.servers.coding.syscalls import Filter, build
 
 __all__ = ["RunOutcome", "Sandbox", "Workspace"]
 

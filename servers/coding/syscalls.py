@@ -21,7 +21,7 @@ finish the confinement, the init shell and the program) and cannot be removed. I
 - on x86-64, the x32 ABI; any other architecture kills the process.
 
 In seeded runs ``getrandom`` answers ``ENOSYS``, so the C library and Python read ``/dev/urandom``
-instead, which such a run sees as a stream drawn from its seed (:mod:`servers.coding.confinement`).
+instead, which such a run sees as a stream drawn from its seed (:mod:`openenv_mcp.servers.coding.confinement`).
 
 Refused calls fail with ``EPERM`` (``EAFNOSUPPORT`` for a socket family), so programs see an
 ordinary error. Only x86-64 and AArch64 have a filter; elsewhere :func:`build` returns None.

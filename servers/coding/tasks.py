@@ -13,7 +13,7 @@ from typing import Any
 
 from openenv_mcp import ConfigError, Task, TaskSet
 from openenv_mcp.rubrics import Criterion, Rubric, Scoring
-from servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
+from openenv_mcp.servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
 
 __all__ = ["CodingTask", "grade", "load_suite", "load_tasks", "solve"]
 
@@ -34,7 +34,9 @@ class CodingTask(Task):
 
 def load_tasks() -> TaskSet:
     """The shipped tasks (``data/tasks.json``) in their train and test splits."""
-    raw = json.loads(resources.files("servers.coding").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    raw = json.loads(
+        resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json").read_text(encoding="utf-8")
+    )
     return TaskSet(_task(item) for item in raw)
 
 

@@ -7,8 +7,8 @@ from typing import Annotated
 from pydantic import Field
 
 from openenv_mcp import Toolbox
-from servers.coding.backends import CodingBackend
-from servers.coding.models import RunResult, SandboxInfo, SubmitResult
+from openenv_mcp.servers.coding.backends import CodingBackend
+from openenv_mcp.servers.coding.models import RunResult, SandboxInfo, SubmitResult
 
 __all__ = ["tools"]
 

@@ -7,10 +7,10 @@ graded from the documents it saves and its window title. Prod: the X display in 
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from servers.desktop.backends import DesktopBackend, ProdDesktop, SimDesktop
-from servers.desktop.settings import DesktopSettings
-from servers.desktop.tasks import DesktopTask, grade, load_tasks, solve
-from servers.desktop.tools import tools
+from openenv_mcp.servers.desktop.backends import DesktopBackend, ProdDesktop, SimDesktop
+from openenv_mcp.servers.desktop.settings import DesktopSettings
+from openenv_mcp.servers.desktop.tasks import DesktopTask, grade, load_tasks, solve
+from openenv_mcp.servers.desktop.tools import tools
 
 __all__ = ["environment"]
 

@@ -13,7 +13,7 @@ files; the editor refuses to grow a document past ``DESKTOP_MAX_DOCUMENT_CHARS``
 hit the limit is a tool error saying so. The file dialogs list the episode's ``Documents`` only.
 
 Prod (:class:`ProdDesktop`): the display named by ``DESKTOP_DISPLAY``, whatever runs on it. The
-same :class:`~servers.desktop.screen.Screen` drives both.
+same :class:`~openenv_mcp.servers.desktop.screen.Screen` drives both.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from servers.desktop.authority import Authority
-from servers.desktop.channel import ChannelClosed, EditorChannel
-from servers.desktop.display import VirtualDisplay, limit_memory, stop_process
-from servers.desktop.screen import Screen
-from servers.desktop.settings import DesktopSettings
+from openenv_mcp.servers.desktop.authority import Authority
+from openenv_mcp.servers.desktop.channel import ChannelClosed, EditorChannel
+from openenv_mcp.servers.desktop.display import VirtualDisplay, limit_memory, stop_process
+from openenv_mcp.servers.desktop.screen import Screen
+from openenv_mcp.servers.desktop.settings import DesktopSettings
 
 __all__ = ["AppState", "DesktopBackend", "ProdDesktop", "Scenario", "SimDesktop"]
 

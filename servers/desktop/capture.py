@@ -18,7 +18,7 @@ from typing import Any
 from PIL import Image as Picture
 
 from openenv_mcp import BackendUnavailable
-from servers.desktop.authority import COOKIE_NAME
+from openenv_mcp.servers.desktop.authority import COOKIE_NAME
 
 __all__ = ["ConnectionRefused", "XConnection", "grab"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openenv_mcp import BackendUnavailable
-from servers.desktop.authority import Authority
+from openenv_mcp.servers.desktop.authority import Authority
 
 __all__ = ["SOCKET_DIRECTORY", "VirtualDisplay", "limit_memory", "stop_process"]
 

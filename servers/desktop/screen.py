@@ -6,8 +6,8 @@ with a ``sync`` function (the sim editor answers once it has handled and drawn e
 sent before the question) or, without one, by waiting until two frames in a row are identical,
 bounded by ``DESKTOP_SETTLE_TIMEOUT_MS``.
 
-A sim display has an :class:`~servers.desktop.authority.Authority`: xdotool gets its file
-(``XAUTHORITY``), screenshots its cookie (:mod:`servers.desktop.capture`), so every episode's
+A sim display has an :class:`~openenv_mcp.servers.desktop.authority.Authority`: xdotool gets its file
+(``XAUTHORITY``), screenshots its cookie (:mod:`openenv_mcp.servers.desktop.capture`), so every episode's
 clients hold that episode's cookie and no other. Prod clients find their cookie as X clients do.
 """
 
@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable
 from PIL import Image as Picture
 
 from openenv_mcp import BackendUnavailable, ToolFailed
+from openenv_mcp.servers.desktop.authority import Authority
+from openenv_mcp.servers.desktop.capture import grab
+from openenv_mcp.servers.desktop.keys import parse_keys
+from openenv_mcp.servers.desktop.models import Acted, ScreenInfo
+from openenv_mcp.servers.desktop.settings import DesktopSettings
 from openenv_mcp.tools import Image
-from servers.desktop.authority import Authority
-from servers.desktop.capture import grab
-from servers.desktop.keys import parse_keys
-from servers.desktop.models import Acted, ScreenInfo
-from servers.desktop.settings import DesktopSettings
 
 __all__ = ["BUTTONS", "SCROLL_BUTTONS", "Screen"]
 

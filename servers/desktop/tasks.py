@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from openenv_mcp import Task, TaskSet
 from openenv_mcp.rubrics import Criterion, Rubric, Scoring
-from servers.desktop.backends import AppState, DesktopBackend, Scenario
+from openenv_mcp.servers.desktop.backends import AppState, DesktopBackend, Scenario
 
 __all__ = ["DesktopTask", "grade", "load_tasks", "parts", "score", "solve"]
 

@@ -8,12 +8,12 @@ Prod: a real mailbox, read over IMAP and sent through SMTP (``EMAIL_*`` settings
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from servers.email.backends import MailBackend
-from servers.email.prod import ProdMailbox
-from servers.email.settings import EmailSettings
-from servers.email.sim import SimMailbox
-from servers.email.tasks import EmailTask, grade, load_tasks, solve
-from servers.email.tools import tools
+from openenv_mcp.servers.email.backends import MailBackend
+from openenv_mcp.servers.email.prod import ProdMailbox
+from openenv_mcp.servers.email.settings import EmailSettings
+from openenv_mcp.servers.email.sim import SimMailbox
+from openenv_mcp.servers.email.tasks import EmailTask, grade, load_tasks, solve
+from openenv_mcp.servers.email.tools import tools
 
 __all__ = ["environment"]
 

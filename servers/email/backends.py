@@ -1,7 +1,7 @@
 """What the email tools need from a mailbox, and the pieces both backends share.
 
-Sim (:class:`~servers.email.sim.SimMailbox`): a per-episode copy of the shipped fixture.
-Prod (:class:`~servers.email.prod.ProdMailbox`): IMAP for reading, SMTP for sending.
+Sim (:class:`~openenv_mcp.servers.email.sim.SimMailbox`): a per-episode copy of the shipped fixture.
+Prod (:class:`~openenv_mcp.servers.email.prod.ProdMailbox`): IMAP for reading, SMTP for sending.
 
 A message's id is ``FOLDER/UID`` (``INBOX/12``): its IMAP UID in its folder. The sim numbers
 the fixture the way an IMAP server does when the fixture is appended in order, so ids agree.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from openenv_mcp import ToolFailed
-from servers.email.drafts import Draft
-from servers.email.models import Folder, Message, MessageList, SentMessage
+from openenv_mcp.servers.email.drafts import Draft
+from openenv_mcp.servers.email.models import Folder, Message, MessageList, SentMessage
 
 __all__ = ["MailBackend", "Query", "folder_order", "split_id"]
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from email.utils import format_datetime, getaddresses
 
 from openenv_mcp import ToolFailed
-from servers.email import headers
-from servers.email.models import Attachment, Message
+from openenv_mcp.servers.email import headers
+from openenv_mcp.servers.email.models import Attachment, Message
 
 __all__ = [
     "MAX_RECIPIENTS",

@@ -28,11 +28,11 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from servers.email.backends import Query, folder_order
-from servers.email.mime import BODY_FETCH_LIMIT, summarize, transfer_decode
-from servers.email.models import MessageSummary
-from servers.email.settings import EmailSettings
-from servers.email.structure import Part, base64_size, estimate, parts_of, text_part
+from openenv_mcp.servers.email.backends import Query, folder_order
+from openenv_mcp.servers.email.mime import BODY_FETCH_LIMIT, summarize, transfer_decode
+from openenv_mcp.servers.email.models import MessageSummary
+from openenv_mcp.servers.email.settings import EmailSettings
+from openenv_mcp.servers.email.structure import Part, base64_size, estimate, parts_of, text_part
 
 __all__ = ["ImapPool", "Reading", "criteria", "decode_folder", "encode_folder", "mailbox_name", "read"]
 

@@ -20,12 +20,12 @@ from email.parser import BytesHeaderParser, BytesParser
 from email.utils import format_datetime, getaddresses
 from typing import TYPE_CHECKING
 
-from servers.email import headers
-from servers.email.drafts import Draft, format_address
-from servers.email.models import Attachment, Message, MessageSummary
+from openenv_mcp.servers.email import headers
+from openenv_mcp.servers.email.drafts import Draft, format_address
+from openenv_mcp.servers.email.models import Attachment, Message, MessageSummary
 
 if TYPE_CHECKING:
-    from servers.email.imap import Reading
+    from openenv_mcp.servers.email.imap import Reading
 
 __all__ = [
     "BODY_LIMIT",
@@ -274,7 +274,8 @@ def cap_body(text: str, *, more: bool = False) -> str:
 
 
 def assemble(reading: Reading, *, message_id: str, folder: str, unread: bool) -> Message:
-    """A whole message from what :func:`servers.email.imap.read` fetched: headers, capped text, attachment list."""
+    """A whole message from what :func:`openenv_mcp.servers.email.imap.read` fetched: headers, capped text,
+    attachment list."""
     msg = _headers(reading.header)
     attachments = []
     for part_header, content_type, size in reading.attachments:

@@ -1,4 +1,5 @@
-"""The prod mailbox: IMAP for reading (``imaplib`` in a pool, see :mod:`servers.email.imap`), SMTP for sending.
+"""The prod mailbox: IMAP for reading (``imaplib`` in a pool, see :mod:`openenv_mcp.servers.email.imap`), SMTP
+for sending.
 
 SMTP goes through ``aiosmtplib``: native asyncio (a send can be cancelled and never holds a
 thread), typed, with implicit TLS, STARTTLS and AUTH built in; one connection per message,
@@ -19,12 +20,12 @@ import aiosmtplib
 import anyio
 
 from openenv_mcp import BackendUnavailable, ConfigError, OpenEnvError, ToolFailed
-from servers.email import headers, imap
-from servers.email.backends import Query, split_id
-from servers.email.drafts import Draft, check_address, format_address
-from servers.email.mime import AttachmentData, assemble, attachments_of, render, safe_attachments
-from servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
-from servers.email.settings import EmailSettings
+from openenv_mcp.servers.email import headers, imap
+from openenv_mcp.servers.email.backends import Query, split_id
+from openenv_mcp.servers.email.drafts import Draft, check_address, format_address
+from openenv_mcp.servers.email.mime import AttachmentData, assemble, attachments_of, render, safe_attachments
+from openenv_mcp.servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
+from openenv_mcp.servers.email.settings import EmailSettings
 
 __all__ = ["ProdMailbox"]
 

@@ -1,4 +1,4 @@
-"""Seed a real IMAP mailbox with the sim's mailbox: ``python -m servers.email.seed [--force]``.
+"""Seed a real IMAP mailbox with the sim's mailbox: ``python -m openenv_mcp.servers.email.seed [--force]``.
 
 Reads the ``EMAIL_IMAP_*`` settings, creates the fixture's folders and appends its messages in
 order, with their read flags and dates. On an empty account the IMAP UIDs come out as the sim's,
@@ -12,11 +12,11 @@ import imaplib
 
 import anyio
 
+from openenv_mcp.servers.email.imap import ImapPool, folder_counts, list_folders, mailbox_name
+from openenv_mcp.servers.email.mime import fixture_message
+from openenv_mcp.servers.email.settings import EmailSettings
+from openenv_mcp.servers.email.sim import fixture
 from openenv_mcp.settings import load_settings
-from servers.email.imap import ImapPool, folder_counts, list_folders, mailbox_name
-from servers.email.mime import fixture_message
-from servers.email.settings import EmailSettings
-from servers.email.sim import fixture
 
 __all__ = ["main", "seed"]
 
@@ -55,7 +55,9 @@ def seed(conn: imaplib.IMAP4, *, force: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m servers.email.seed", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m openenv_mcp.servers.email.seed", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--force", action="store_true", help="append even to folders that already hold mail")
     args = parser.parse_args(argv)
     settings = load_settings(EmailSettings, required=("imap_host", "imap_username", "imap_password"))

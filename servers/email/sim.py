@@ -18,11 +18,11 @@ from importlib import resources
 from typing import Any
 
 from openenv_mcp import Task, ToolFailed
-from servers.email.backends import Query, folder_order, split_id
-from servers.email.drafts import Draft, format_address
-from servers.email.mime import BODY_LIMIT, cap_body
-from servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
-from servers.email.settings import EmailSettings
+from openenv_mcp.servers.email.backends import Query, folder_order, split_id
+from openenv_mcp.servers.email.drafts import Draft, format_address
+from openenv_mcp.servers.email.mime import BODY_LIMIT, cap_body
+from openenv_mcp.servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
+from openenv_mcp.servers.email.settings import EmailSettings
 
 __all__ = ["Fixture", "SimMailbox", "fixture"]
 
@@ -59,7 +59,7 @@ class Fixture:
 
 @functools.cache
 def _raw() -> dict[str, Any]:
-    text = resources.files("servers.email").joinpath("data/mailbox.json").read_text(encoding="utf-8")
+    text = resources.files("openenv_mcp.servers.email").joinpath("data/mailbox.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

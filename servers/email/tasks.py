@@ -46,10 +46,10 @@ from importlib import resources
 from typing import Any, Literal
 
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
-from servers.email.backends import MailBackend
-from servers.email.drafts import Draft, subject_base
-from servers.email.models import Message
-from servers.email.sim import SimMailbox, fixture
+from openenv_mcp.servers.email.backends import MailBackend
+from openenv_mcp.servers.email.drafts import Draft, subject_base
+from openenv_mcp.servers.email.models import Message
+from openenv_mcp.servers.email.sim import SimMailbox, fixture
 
 __all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "assess", "grade", "load_tasks", "score", "solve"]
 
@@ -83,7 +83,9 @@ class EmailTask(Task):
 
 def load_tasks() -> TaskSet:
     """The shipped tasks (``data/tasks.json``) in their train and test splits."""
-    raw = json.loads(resources.files("servers.email").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    raw = json.loads(
+        resources.files("openenv_mcp.servers.email").joinpath("data/tasks.json").read_text(encoding="utf-8")
+    )
     mailbox = fixture()
     how = _HOW.format(
         name=mailbox.owner_name, address=mailbox.owner, today=mailbox.now.strftime("%A %d %B %Y").replace(" 0", " ")

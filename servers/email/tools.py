@@ -11,9 +11,9 @@ from typing import Annotated, ParamSpec, TypeVar
 from pydantic import AfterValidator, Field
 
 from openenv_mcp import OpenEnvError, Toolbox, ToolFailed
-from servers.email import drafts, headers
-from servers.email.backends import MailBackend, Query
-from servers.email.models import FolderList, Message, MessageList, SentMessage
+from openenv_mcp.servers.email import drafts, headers
+from openenv_mcp.servers.email.backends import MailBackend, Query
+from openenv_mcp.servers.email.models import FolderList, Message, MessageList, SentMessage
 
 __all__ = ["tools"]
 

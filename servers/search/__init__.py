@@ -3,17 +3,17 @@
 Sim: the shipped corpus (a generated fictional encyclopedia and news archive) in an SQLite FTS5
 index with BM25 ranking, built once per process and shared read-only by every episode.
 Prod: PostgreSQL full-text search (``SEARCH_DATABASE_URL=postgresql://...``) over the same
-documents, loaded with ``python -m servers.search.load URL``, or Sphinx ``searchd`` over SphinxQL
-(``SEARCH_DATABASE_URL=sphinx://host:port``), indexed from ``python -m servers.search.sphinx DIR``.
+documents, loaded with ``python -m openenv_mcp.servers.search.load URL``, or Sphinx ``searchd`` over SphinxQL
+(``SEARCH_DATABASE_URL=sphinx://host:port``), indexed from ``python -m openenv_mcp.servers.search.sphinx DIR``.
 """
 
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from servers.search.backends import SearchBackend, SqliteSearchBackend, open_prod_backend
-from servers.search.settings import SearchSettings
-from servers.search.tasks import SearchTask, grade, load_tasks, solve
-from servers.search.tools import tools
+from openenv_mcp.servers.search.backends import SearchBackend, SqliteSearchBackend, open_prod_backend
+from openenv_mcp.servers.search.settings import SearchSettings
+from openenv_mcp.servers.search.tasks import SearchTask, grade, load_tasks, solve
+from openenv_mcp.servers.search.tools import tools
 
 __all__ = ["environment"]
 
@@ -38,7 +38,7 @@ environment: Environment[SearchBackend, SearchTask] = Environment(
             title="PostgreSQL full-text search",
             role="the search engine: a tsvector column with a GIN index, ranked by ts_rank_cd, read-only",
             settings=("database_url", "table", "snippet_words", "statement_timeout_ms", "pool_size"),
-            tested="in CI against PostgreSQL 15 on the test machine, loaded by servers.search.load, "
+            tested="in CI against PostgreSQL 15 on the test machine, loaded by openenv_mcp.servers.search.load, "
             "through a SELECT-only role",
             image="postgres:16-alpine",
         ),
@@ -48,7 +48,7 @@ environment: Environment[SearchBackend, SearchTask] = Environment(
             role="the alternative search engine, chosen by a sphinx://host:port SEARCH_DATABASE_URL",
             settings=("database_url", "table", "snippet_words", "statement_timeout_ms", "pool_size"),
             tested="in CI against Debian's sphinxsearch 2.2, started by the tests on a free port over an index "
-            "written by servers.search.sphinx; Manticore speaks the same protocol but is not tested",
+            "written by openenv_mcp.servers.search.sphinx; Manticore speaks the same protocol but is not tested",
             image=None,
         ),
     ),

@@ -1,8 +1,8 @@
 """The search backends: a shared SQLite FTS5 index in sim, PostgreSQL full-text search in prod.
 
-Every backend takes a parsed query (:mod:`servers.search.query`) and returns the same shapes;
+Every backend takes a parsed query (:mod:`openenv_mcp.servers.search.query`) and returns the same shapes;
 only the ranking functions differ (BM25 in SQLite, cover density in PostgreSQL, proximity and
-BM25 in Sphinx, see :mod:`servers.search.sphinx`). The prod engine is picked by the scheme of
+BM25 in Sphinx, see :mod:`openenv_mcp.servers.search.sphinx`). The prod engine is picked by the scheme of
 ``SEARCH_DATABASE_URL`` (:func:`open_prod_backend`).
 """
 
@@ -24,10 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
 from openenv_mcp.postgres import database_error, open_engine, sqlstate, unavailable
-from servers.search.corpus import Record, corpus
-from servers.search.models import CollectionInfo, Document, Hit
-from servers.search.query import ParsedQuery
-from servers.search.settings import SearchSettings
+from openenv_mcp.servers.search.corpus import Record, corpus
+from openenv_mcp.servers.search.models import CollectionInfo, Document, Hit
+from openenv_mcp.servers.search.query import ParsedQuery
+from openenv_mcp.servers.search.settings import SearchSettings
 
 __all__ = [
     "PostgresSearchBackend",
@@ -225,7 +225,7 @@ async def open_prod_backend(settings: SearchSettings) -> SearchBackend:
             "or sphinx://searchd:9306)"
         )
     if make_url(settings.database_url.get_secret_value()).get_backend_name() == "sphinx":
-        from servers.search.sphinx import SphinxSearchBackend  # pymysql is imported only when used
+        from openenv_mcp.servers.search.sphinx import SphinxSearchBackend  # pymysql is imported only when used
 
         return await SphinxSearchBackend.open(settings)
     return await PostgresSearchBackend.open(settings)
@@ -236,7 +236,7 @@ TEXT_CONFIG = "english"
 
 
 class PostgresSearchBackend:
-    """A shared pool of read-only connections to a PostgreSQL table loaded by ``servers.search.load``."""
+    """A shared pool of read-only connections to a PostgreSQL table loaded by ``openenv_mcp.servers.search.load``."""
 
     def __init__(self, engine: AsyncEngine, settings: SearchSettings, where: str) -> None:
         self._engine = engine
@@ -317,7 +317,7 @@ class PostgresSearchBackend:
             if sqlstate(exc) == _UNDEFINED_TABLE:
                 raise BackendUnavailable(
                     f"PostgreSQL at {self._where} has no table {self._settings.table!r}: load the corpus with "
-                    "'python -m servers.search.load URL' or set SEARCH_TABLE"
+                    "'python -m openenv_mcp.servers.search.load URL' or set SEARCH_TABLE"
                 ) from None
             raise database_error(exc, where=self._where, query_error="Search error") from None
         except (OSError, SQLAlchemyError) as exc:

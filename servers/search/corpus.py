@@ -1,7 +1,7 @@
 """The shipped corpus: a generated fictional encyclopedia and news archive (``data/corpus.jsonl.gz``).
 
 The same records feed the sim index (built once per process) and the prod loader
-(``python -m servers.search.load``). ``data/generate.py`` regenerates them deterministically.
+(``python -m openenv_mcp.servers.search.load``). ``data/generate.py`` regenerates them deterministically.
 """
 
 from __future__ import annotations
@@ -29,5 +29,5 @@ class Record:
 @functools.cache
 def corpus() -> tuple[Record, ...]:
     """Every document, in doc_id order (read and parsed once per process)."""
-    raw = resources.files("servers.search").joinpath("data/corpus.jsonl.gz").read_bytes()
+    raw = resources.files("openenv_mcp.servers.search").joinpath("data/corpus.jsonl.gz").read_bytes()
     return tuple(Record(**json.loads(line)) for line in gzip.decompress(raw).splitlines() if line)

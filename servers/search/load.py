@@ -1,6 +1,7 @@
 """Load the shipped corpus into a PostgreSQL database for the prod search backend.
 
-    python -m servers.search.load postgresql://admin@db:5432/search [--table documents] [--replace] [--grant reader]
+    python -m openenv_mcp.servers.search.load postgresql://admin@db:5432/search \
+        [--table documents] [--replace] [--grant reader]
 
 Creates the table if needed (a ``tsvector`` column generated from title and text, a GIN index
 on it, b-tree indexes for the filters), upserts every document by ``doc_id``, and analyses the
@@ -18,8 +19,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from servers.search.backends import TEXT_CONFIG
-from servers.search.corpus import corpus
+from openenv_mcp.servers.search.backends import TEXT_CONFIG
+from openenv_mcp.servers.search.corpus import corpus
 
 __all__ = ["load_corpus", "main"]
 
@@ -79,7 +80,8 @@ def load_corpus(url: str, *, table: str = "documents", replace: bool = False, gr
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m servers.search.load", description="Load the search corpus into PostgreSQL for prod mode."
+        prog="python -m openenv_mcp.servers.search.load",
+        description="Load the search corpus into PostgreSQL for prod mode.",
     )
     parser.add_argument(
         "url", help="PostgreSQL URL of a role that may create tables, e.g. postgresql://admin@db/search"

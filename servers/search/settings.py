@@ -16,7 +16,7 @@ class SearchSettings(BaseSettings):
     database_url: SecretStr | None = Field(
         default=None,
         description="The prod search engine: a PostgreSQL URL, e.g. postgresql://reader@db:5432/search "
-        "(load it with python -m servers.search.load URL), or a Sphinx searchd SphinxQL address, "
+        "(load it with python -m openenv_mcp.servers.search.load URL), or a Sphinx searchd SphinxQL address, "
         "e.g. sphinx://searchd:9306",
     )
     table: str = Field(

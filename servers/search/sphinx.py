@@ -4,7 +4,7 @@ A prod alternative to PostgreSQL, chosen by a ``sphinx://host:port`` ``SEARCH_DA
 index is ``SEARCH_TABLE`` (default ``documents``). Write an index configuration for the shipped
 corpus with::
 
-    python -m servers.search.sphinx DIR [--port 9306] [--index documents]
+    python -m openenv_mcp.servers.search.sphinx DIR [--port 9306] [--index documents]
     indexer --config DIR/sphinx.conf --all
     searchd --config DIR/sphinx.conf
 
@@ -30,11 +30,11 @@ import pymysql
 from sqlalchemy.engine import make_url
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from servers.search.backends import ELLIPSIS, MARK, TITLE_WEIGHT, unknown_document
-from servers.search.corpus import Record, corpus
-from servers.search.models import CollectionInfo, Document, Hit
-from servers.search.query import ParsedQuery
-from servers.search.settings import SearchSettings
+from openenv_mcp.servers.search.backends import ELLIPSIS, MARK, TITLE_WEIGHT, unknown_document
+from openenv_mcp.servers.search.corpus import Record, corpus
+from openenv_mcp.servers.search.models import CollectionInfo, Document, Hit
+from openenv_mcp.servers.search.query import ParsedQuery
+from openenv_mcp.servers.search.settings import SearchSettings
 
 __all__ = ["SphinxSearchBackend", "main", "write_config"]
 
@@ -159,7 +159,7 @@ class SphinxSearchBackend:
             if "unknown local index" in message or "no enabled local indexes" in message:
                 raise BackendUnavailable(
                     f"Sphinx searchd at {self._where} has no index {self._index!r}: index the corpus "
-                    "('python -m servers.search.sphinx DIR', then indexer) or set SEARCH_TABLE"
+                    "('python -m openenv_mcp.servers.search.sphinx DIR', then indexer) or set SEARCH_TABLE"
                 ) from None
             raise ToolFailed(f"Search error: {message}") from None
         self._idle.append(conn)
@@ -206,7 +206,7 @@ def write_config(directory: Path, *, port: int = 9306, index: str = "documents",
     source.write_text("".join(_xmlpipe(corpus())), encoding="utf-8")
     config = directory / "sphinx.conf"
     config.write_text(
-        f"""# written by python -m servers.search.sphinx
+        f"""# written by python -m openenv_mcp.servers.search.sphinx
 source {index}_source
 {{
     type = xmlpipe2
@@ -248,7 +248,8 @@ searchd
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m servers.search.sphinx", description="Write a Sphinx index configuration for the search corpus."
+        prog="python -m openenv_mcp.servers.search.sphinx",
+        description="Write a Sphinx index configuration for the search corpus.",
     )
     parser.add_argument("directory", type=Path, help="where to write sphinx.conf, corpus.xml and the index")
     parser.add_argument("--port", type=int, default=9306, help="SphinxQL port searchd listens on (default 9306)")

@@ -48,7 +48,9 @@ class SearchTask(Task):
 
 def load_tasks() -> TaskSet:
     """The shipped tasks (``data/tasks.json``, written by ``data/generate.py``) in train and test splits."""
-    raw = json.loads(resources.files("servers.search").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    raw = json.loads(
+        resources.files("openenv_mcp.servers.search").joinpath("data/tasks.json").read_text(encoding="utf-8")
+    )
     return TaskSet(
         SearchTask(
             id=t["id"],

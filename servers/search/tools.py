@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import Field
 
 from openenv_mcp import Toolbox, ToolFailed
-from servers.search.backends import SearchBackend
-from servers.search.models import Category, CollectionInfo, Document, SearchResults, SubmittedAnswer
-from servers.search.query import parse_query
+from openenv_mcp.servers.search.backends import SearchBackend
+from openenv_mcp.servers.search.models import Category, CollectionInfo, Document, SearchResults, SubmittedAnswer
+from openenv_mcp.servers.search.query import parse_query
 
 __all__ = ["MAX_K", "tools"]
 

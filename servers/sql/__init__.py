@@ -7,10 +7,10 @@ Prod: a PostgreSQL database (``SQL_DATABASE_URL``), in read-only transactions.
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
-from servers.sql.settings import SqlSettings
-from servers.sql.tasks import SqlTask, grade, load_tasks, solve
-from servers.sql.tools import tools
+from openenv_mcp.servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
+from openenv_mcp.servers.sql.settings import SqlSettings
+from openenv_mcp.servers.sql.tasks import SqlTask, grade, load_tasks, solve
+from openenv_mcp.servers.sql.tools import tools
 
 __all__ = ["environment"]
 

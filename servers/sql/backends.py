@@ -24,10 +24,10 @@ from sqlalchemy.pool import NullPool
 
 from openenv_mcp.errors import ConfigError, ToolFailed
 from openenv_mcp.postgres import database_error, open_engine, unavailable
-from servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
-from servers.sql.readonly import single_read_statement
-from servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
-from servers.sql.settings import SqlSettings
+from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
+from openenv_mcp.servers.sql.readonly import single_read_statement
+from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
+from openenv_mcp.servers.sql.settings import SqlSettings
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine  # prod only: the sim server starts without it
@@ -83,7 +83,7 @@ def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
 
 def fixture_sql() -> str:
     """The shipped fixture: schema and rows, valid for SQLite and PostgreSQL alike."""
-    return resources.files("servers.sql").joinpath("data/fixture.sql").read_text(encoding="utf-8")
+    return resources.files("openenv_mcp.servers.sql").joinpath("data/fixture.sql").read_text(encoding="utf-8")
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """Load the shipped fixture into a PostgreSQL database, for demos and for the prod tests.
 
-    python -m servers.sql.load postgresql://postgres@127.0.0.1:5432/shop [--create] [--reader NAME]
+    python -m openenv_mcp.servers.sql.load postgresql://postgres@127.0.0.1:5432/shop [--create] [--reader NAME]
 
 ``--create`` creates the database first (UTF8); ``--reader`` creates (if needed) a login role
 with SELECT only, the role a prod server should connect as, and takes from ``PUBLIC`` in this
@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from openenv_mcp.deploy.agent_role import harden
 from openenv_mcp.deploy.provision import create_utf8_database
 from openenv_mcp.errors import OpenEnvError
-from servers.sql.backends import fixture_sql
+from openenv_mcp.servers.sql.backends import fixture_sql
 
 __all__ = ["load"]
 
@@ -44,7 +44,7 @@ def load(url: str, *, create: bool = False, reader: str | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m servers.sql.load", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.servers.sql.load", description=__doc__.splitlines()[0])
     parser.add_argument("url", help="postgresql://user@host:port/database")
     parser.add_argument("--create", action="store_true", help="create the database first")
     parser.add_argument("--reader", help="also create a SELECT-only login role with this name")

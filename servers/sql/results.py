@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from openenv_mcp.errors import ToolFailed
-from servers.sql.models import Cell, QueryResult
+from openenv_mcp.servers.sql.models import Cell, QueryResult
 
 __all__ = ["ResultBuilder", "cell", "stream_postgres"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from openenv_mcp import Task, TaskSet
 from openenv_mcp.rubrics import Criterion, Rubric, Scoring
-from servers.sql.backends import SqlBackend
-from servers.sql.models import Cell
+from openenv_mcp.servers.sql.backends import SqlBackend
+from openenv_mcp.servers.sql.models import Cell
 
 __all__ = ["SqlTask", "grade", "load_tasks", "score_rows", "solve"]
 
@@ -36,7 +36,7 @@ class SqlTask(Task):
 
 def load_tasks() -> TaskSet:
     """The shipped tasks (``data/tasks.json``) in their train and test splits."""
-    raw = json.loads(resources.files("servers.sql").joinpath("data/tasks.json").read_text(encoding="utf-8"))
+    raw = json.loads(resources.files("openenv_mcp.servers.sql").joinpath("data/tasks.json").read_text(encoding="utf-8"))
     return TaskSet(
         SqlTask(id=t["id"], split=t["split"], prompt=t["question"] + _HOW, gold_sql=t["gold_sql"], ordered=t["ordered"])
         for t in raw

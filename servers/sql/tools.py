@@ -7,8 +7,8 @@ from typing import Annotated
 from pydantic import Field
 
 from openenv_mcp import Toolbox, ToolFailed
-from servers.sql.backends import SqlBackend
-from servers.sql.models import Answer, Cell, QueryResult, TableSchema
+from openenv_mcp.servers.sql.backends import SqlBackend
+from openenv_mcp.servers.sql.models import Answer, Cell, QueryResult, TableSchema
 
 __all__ = ["tools"]
 

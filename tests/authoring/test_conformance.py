@@ -8,7 +8,7 @@ import pytest
 
 from openenv_mcp.authoring.conformance import ConformanceError, check_environment
 from openenv_mcp.catalog import load_environment, server_names
-from servers.sql import environment as sql
+from openenv_mcp.servers.sql import environment as sql
 
 
 @pytest.mark.parametrize("name", server_names())

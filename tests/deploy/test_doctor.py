@@ -14,15 +14,15 @@ import pytest
 from openenv_mcp.cli import main
 from openenv_mcp.deploy.provision import provision_postgres
 from openenv_mcp.errors import OpenEnvError
-from servers.search import environment as search_environment
-from servers.search.load import load_corpus
-from servers.sql import environment as sql_environment
+from openenv_mcp.servers.search import environment as search_environment
+from openenv_mcp.servers.search.load import load_corpus
+from openenv_mcp.servers.sql import environment as sql_environment
 from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import live_server, mcp_call
 
 pytestmark = pytest.mark.prod
 
-LOADER = [sys.executable, "-m", "servers.sql.load", "{url}"]
+LOADER = [sys.executable, "-m", "openenv_mcp.servers.sql.load", "{url}"]
 
 
 @pytest.fixture(scope="module")

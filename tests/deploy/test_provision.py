@@ -16,7 +16,7 @@ from tests.support import PG_ADMIN_URL, require_service
 
 pytestmark = pytest.mark.prod
 
-LOADER = [sys.executable, "-m", "servers.sql.load", "{url}"]
+LOADER = [sys.executable, "-m", "openenv_mcp.servers.sql.load", "{url}"]
 
 
 @pytest.fixture

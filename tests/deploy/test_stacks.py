@@ -120,7 +120,8 @@ def test_prod_bundles_postgresql_with_a_loader_and_a_read_only_role() -> None:
     assert loader["image"] == services["sql"]["image"] == "registry.example/openenv-mcp:1"
     assert loader["entrypoint"] == ["python", "-m", "openenv_mcp.deploy.provision"]
     assert loader["command"] == [
-        "postgres", "--database", "sql", "--reader", "sql_reader", "--", "python", "-m", "servers.sql.load", "{url}",
+        "postgres", "--database", "sql", "--reader", "sql_reader", "--",
+        "python", "-m", "openenv_mcp.servers.sql.load", "{url}",
     ]  # fmt: skip
     assert loader["depends_on"] == ["postgres"]
     assert loader["restart"] == "on-failure"

@@ -18,7 +18,7 @@ CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 HALF_RIGHT = """
 from pathlib import Path
 
-from servers.sql.tasks import load_tasks
+from openenv_mcp.servers.sql.tasks import load_tasks
 
 TASKS = load_tasks()
 

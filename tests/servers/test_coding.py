@@ -28,19 +28,19 @@ from mcp.client.streamable_http import streamable_http_client
 
 from openenv_mcp import ConfigError, EnvClient, EpisodeFinished
 from openenv_mcp.app import build_runtime
+from openenv_mcp.servers.coding import environment
+from openenv_mcp.servers.coding.accounts import UidPool
+from openenv_mcp.servers.coding.backends import ProdBackend
+from openenv_mcp.servers.coding.host import Capabilities, require
+from openenv_mcp.servers.coding.judge import verdict
+from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
+from openenv_mcp.servers.coding.settings import CodingSettings
 from openenv_mcp.settings import Settings
-from servers.coding import environment
-from servers.coding.accounts import UidPool
-from servers.coding.backends import ProdBackend
-from servers.coding.host import Capabilities, require
-from servers.coding.judge import verdict
-from servers.coding.sandbox import RunOutcome, Sandbox, Workspace
-from servers.coding.settings import CodingSettings
 from tests.servers.coding_solutions import SOLUTIONS
 from tests.support import IN_CI, LiveServer, live_server
 
-TASKS = json.loads(resources.files("servers.coding").joinpath("data/tasks.json").read_text())
-DATA = Path(str(resources.files("servers.coding").joinpath("data/tasks.json")))
+TASKS = json.loads(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json").read_text())
+DATA = Path(str(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json")))
 REWARD, DONE = "openenv-mcp/reward", "openenv-mcp/done"
 
 
@@ -254,7 +254,7 @@ def test_the_hidden_tests_and_reference_solutions_cannot_be_read(server: LiveSer
         "    except OSError as exc:\n"
         "        print(type(exc).__name__)\n"
         "try:\n"
-        "    import servers.coding\n"
+        "    import openenv_mcp.servers.coding\n"
         "    print('imported')\n"
         "except ImportError:\n"
         "    print('ImportError')\n"
@@ -592,7 +592,7 @@ def outcome(**fields: Any) -> RunOutcome:
 
 
 def test_without_namespaces_runs_fall_back_to_a_uid_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("servers.coding.sandbox.find_tools", lambda: None)
+    monkeypatch.setattr("openenv_mcp.servers.coding.sandbox.find_tools", lambda: None)
     monkeypatch.setattr(Sandbox, "_cache", {})
     with pytest.raises(ConfigError, match="CODING_REQUIRE_NETWORK_ISOLATION"):
         anyio.run(Sandbox.for_settings, CodingSettings())
@@ -637,7 +637,7 @@ def test_a_uid_held_by_one_server_process_is_not_handed_out_by_another(tmp_path:
     pool = UidPool(lock, base=0x6000_0000, count=2)
     mine = pool.acquire()
     probe = (
-        "import sys\nfrom pathlib import Path\nfrom servers.coding.accounts import UidPool\n"
+        "import sys\nfrom pathlib import Path\nfrom openenv_mcp.servers.coding.accounts import UidPool\n"
         f"pool = UidPool(Path({str(lock)!r}), base=0x6000_0000, count=2)\n"
         "print(pool.acquire().uid)\n"
         "try:\n    pool.acquire()\nexcept Exception as exc:\n    print(type(exc).__name__)"
@@ -676,7 +676,7 @@ def test_the_tasks_have_splits_hidden_tests_and_outputs_within_the_cap() -> None
 
 REMOUNT_IN_A_PRIVATE_NAMESPACE = """
 import ctypes, os, sys
-from servers.coding.confinement import remount_read_only
+from openenv_mcp.servers.coding.confinement import remount_read_only
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.unshare(0x20000) == 0 and libc.mount(None, b"/", None, 16384 | (1 << 18), None) == 0
 table = open("/proc/self/mountinfo", "rb").read()

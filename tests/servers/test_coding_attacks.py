@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 from openenv_mcp import EnvClient
-from servers.coding import environment
+from openenv_mcp.servers.coding import environment
 from tests.support import IN_CI, LiveServer, free_port, live_server, require_service, scratch_database, wait_http
 
 pytestmark = pytest.mark.skipif(

@@ -30,14 +30,14 @@ from PIL import Image as Picture
 
 from openenv_mcp import EnvClient, InvalidToolArguments, StepResult, ToolFailed
 from openenv_mcp.models import ImageBlock
-from servers.desktop import environment
-from servers.desktop.authority import Authority
-from servers.desktop.backends import EDITOR, AppState, Scenario, SimDesktop
-from servers.desktop.display import VirtualDisplay, stop_process
-from servers.desktop.keys import parse_keys
-from servers.desktop.screen import Screen
-from servers.desktop.settings import DesktopSettings
-from servers.desktop.tasks import DesktopTask, score
+from openenv_mcp.servers.desktop import environment
+from openenv_mcp.servers.desktop.authority import Authority
+from openenv_mcp.servers.desktop.backends import EDITOR, AppState, Scenario, SimDesktop
+from openenv_mcp.servers.desktop.display import VirtualDisplay, stop_process
+from openenv_mcp.servers.desktop.keys import parse_keys
+from openenv_mcp.servers.desktop.screen import Screen
+from openenv_mcp.servers.desktop.settings import DesktopSettings
+from openenv_mcp.servers.desktop.tasks import DesktopTask, score
 from tests.support import LiveServer, live_server, require_service
 
 TASKS = {task.id: task for task in environment.tasks()}

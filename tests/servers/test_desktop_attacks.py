@@ -30,9 +30,9 @@ import httpx
 import pytest
 
 from openenv_mcp import EnvClient, StepResult
-from servers.desktop import environment
-from servers.desktop.backends import SimDesktop
-from servers.desktop.settings import DesktopSettings
+from openenv_mcp.servers.desktop import environment
+from openenv_mcp.servers.desktop.backends import SimDesktop
+from openenv_mcp.servers.desktop.settings import DesktopSettings
 from tests.support import IN_CI, LiveServer, live_server, require_service
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

@@ -22,13 +22,13 @@ from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings
 from openenv_mcp.app import build_runtime
 from openenv_mcp.mcp_adapter import McpDoor
 from openenv_mcp.runtime import Runtime
-from servers.email import environment
-from servers.email.backends import Query
-from servers.email.drafts import Draft, check_address, reply
-from servers.email.imap import criteria, decode_folder, encode_folder
-from servers.email.settings import EmailSettings
-from servers.email.sim import SimMailbox, fixture
-from servers.email.tasks import EmailTask, load_tasks, score
+from openenv_mcp.servers.email import environment
+from openenv_mcp.servers.email.backends import Query
+from openenv_mcp.servers.email.drafts import Draft, check_address, reply
+from openenv_mcp.servers.email.imap import criteria, decode_folder, encode_folder
+from openenv_mcp.servers.email.settings import EmailSettings
+from openenv_mcp.servers.email.sim import SimMailbox, fixture
+from openenv_mcp.servers.email.tasks import EmailTask, load_tasks, score
 from tests.email_services import (
     SMTP_PASSWORD,
     SMTP_USER,
@@ -41,7 +41,7 @@ from tests.email_services import (
 )
 from tests.support import LiveServer, free_port, live_server
 
-TASKS = json.loads(resources.files("servers.email").joinpath("data/tasks.json").read_text())
+TASKS = json.loads(resources.files("openenv_mcp.servers.email").joinpath("data/tasks.json").read_text())
 MAILBOX = fixture()
 OWNER = MAILBOX.owner
 SENDING = {"send_email", "reply_email", "forward_email"}
@@ -91,12 +91,12 @@ def test_the_fixture_is_a_realistic_mailbox() -> None:
 
 
 def test_the_committed_fixture_is_what_the_generator_writes() -> None:
-    path = Path(str(resources.files("servers.email").joinpath("data/generate.py")))
+    path = Path(str(resources.files("openenv_mcp.servers.email").joinpath("data/generate.py")))
     spec = importlib.util.spec_from_file_location("email_fixture_generator", path)
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    shipped = json.loads(resources.files("servers.email").joinpath("data/mailbox.json").read_text())
+    shipped = json.loads(resources.files("openenv_mcp.servers.email").joinpath("data/mailbox.json").read_text())
     assert generator.build() == shipped
 
 
@@ -832,7 +832,7 @@ def test_the_sim_backend_ignores_prod_settings_and_is_deterministic() -> None:
 def test_seeding_refuses_an_account_that_already_holds_mail(
     mail: Mail, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from servers.email.seed import main
+    from openenv_mcp.servers.email.seed import main
 
     prod_environment(monkeypatch, mail.imap, mail.smtp)
     assert main([]) == 1

@@ -27,8 +27,8 @@ import anyio
 import httpx
 import pytest
 
-from servers.email import environment
-from servers.email.sim import fixture
+from openenv_mcp.servers.email import environment
+from openenv_mcp.servers.email.sim import fixture
 from tests.email_services import Dovecot, SmtpServer, dovecot, smtp_server
 from tests.support import LiveServer, live_server, wait_for, wait_http
 
@@ -650,7 +650,7 @@ def test_sim_garbage_ids_are_4xx_or_tool_errors_never_500(sim: Sim) -> None:
 
 def test_an_unexpected_exception_in_a_tool_is_a_tool_error(sim: Sim) -> None:
     """A tool body that trips on something unforeseen answers a tool error, and the server keeps serving."""
-    from servers.email.sim import SimMailbox
+    from openenv_mcp.servers.email.sim import SimMailbox
 
     episode = sim.episode()
     original = SimMailbox.folders
@@ -673,9 +673,9 @@ def test_the_serializer_refuses_what_the_generator_lets_through() -> None:
     """The last fence alone: a draft that skipped the checks still cannot go out with an injected header."""
     import datetime as dt
 
-    from servers.email.drafts import Draft
-    from servers.email.headers import UnsafeMessage
-    from servers.email.mime import render
+    from openenv_mcp.servers.email.drafts import Draft
+    from openenv_mcp.servers.email.headers import UnsafeMessage
+    from openenv_mcp.servers.email.mime import render
 
     date = dt.datetime(2024, 6, 14, tzinfo=dt.UTC)
     for subject in HOSTILE_SUBJECTS.values():
@@ -698,8 +698,8 @@ def test_the_serializer_refuses_what_the_generator_lets_through() -> None:
 
 def test_an_operators_display_name_with_an_encoded_line_break_stops_the_start() -> None:
     from openenv_mcp import ConfigError
-    from servers.email.prod import ProdMailbox
-    from servers.email.settings import EmailSettings
+    from openenv_mcp.servers.email.prod import ProdMailbox
+    from openenv_mcp.servers.email.settings import EmailSettings
 
     settings = EmailSettings(
         from_address=OWNER,

@@ -14,13 +14,13 @@ import pytest
 
 from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings, ToolFailed
 from openenv_mcp.app import build_runtime
-from servers.search import environment
-from servers.search.backends import sim_index
-from servers.search.corpus import corpus
-from servers.search.load import main as load_main
-from servers.search.query import parse_query
-from servers.search.sphinx import main as sphinx_main
-from servers.search.tasks import normalize_answer, score_answer, token_f1
+from openenv_mcp.servers.search import environment
+from openenv_mcp.servers.search.backends import sim_index
+from openenv_mcp.servers.search.corpus import corpus
+from openenv_mcp.servers.search.load import main as load_main
+from openenv_mcp.servers.search.query import parse_query
+from openenv_mcp.servers.search.sphinx import main as sphinx_main
+from openenv_mcp.servers.search.tasks import normalize_answer, score_answer, token_f1
 from tests.search_services import (
     SearchDatabase,
     SphinxService,
@@ -32,7 +32,9 @@ from tests.search_services import (
 )
 from tests.support import LiveServer, free_port, live_server
 
-TASKS: list[dict[str, Any]] = json.loads(resources.files("servers.search").joinpath("data/tasks.json").read_text())
+TASKS: list[dict[str, Any]] = json.loads(
+    resources.files("openenv_mcp.servers.search").joinpath("data/tasks.json").read_text()
+)
 HOPS = [(task["id"], hop["query"], hop["doc_id"]) for task in TASKS for hop in task["hops"]]
 
 
@@ -429,8 +431,8 @@ def test_prod_with_the_engine_down_is_not_ready_and_says_why(
 @pytest.mark.parametrize(
     ("engine", "missing", "how"),
     [
-        ("postgresql", "no table 'not_loaded'", "python -m servers.search.load"),
-        ("sphinx", "no index 'not_loaded'", "python -m servers.search.sphinx"),
+        ("postgresql", "no table 'not_loaded'", "python -m openenv_mcp.servers.search.load"),
+        ("sphinx", "no index 'not_loaded'", "python -m openenv_mcp.servers.search.sphinx"),
     ],
     ids=ENGINES,
 )

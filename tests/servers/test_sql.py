@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from openenv_mcp import EnvClient, ToolFailed
-from servers.sql import environment
-from servers.sql.readonly import single_read_statement
-from servers.sql.tasks import score_rows
+from openenv_mcp.servers.sql import environment
+from openenv_mcp.servers.sql.readonly import single_read_statement
+from openenv_mcp.servers.sql.tasks import score_rows
 from tests.support import LiveServer, free_port, live_server
 
-GOLD = json.loads(resources.files("servers.sql").joinpath("data/tasks.json").read_text())
+GOLD = json.loads(resources.files("openenv_mcp.servers.sql").joinpath("data/tasks.json").read_text())
 
 WRITES = [
     "DELETE FROM orders",

@@ -26,14 +26,14 @@ import psycopg
 import pytest
 
 from openenv_mcp.deploy.provision import provision_postgres
-from servers.sql import environment as sql_environment
-from servers.sql.load import load
+from openenv_mcp.servers.sql import environment as sql_environment
+from openenv_mcp.servers.sql.load import load
 from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import LiveServer, live_server, mcp_call, record
 
 pytestmark = pytest.mark.prod
 
-LOADER = [sys.executable, "-m", "servers.sql.load", "{url}"]
+LOADER = [sys.executable, "-m", "openenv_mcp.servers.sql.load", "{url}"]
 SECRET_DB = "payroll_secret_db"
 SECRET_ROLE = "payroll_superuser"
 BYSTANDER_SECRET = "bystander-secret-4711"

@@ -27,9 +27,9 @@ import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from openenv_mcp.servers.sql import environment
+from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import openai_tools
-from servers.sql import environment
-from servers.sql.tasks import SqlTask
 from tests.support import LiveServer, free_port, live_server, peer_venv
 from tests.test_rollout import reply, serve
 

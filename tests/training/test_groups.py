@@ -11,8 +11,8 @@ import pytest
 from openenv_mcp.client import AsyncEnvClient, EnvClient
 from openenv_mcp.errors import CapacityExceeded, ConfigError, EpisodeFinished, EpisodeNotFound, ToolNotFound
 from openenv_mcp.rollout import RolloutEpisode, discover, scripted_policy
+from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.groups import ashared_prefix_group, prefix_actions, shared_prefix_group
-from servers.sql import environment as sql
 from tests.support import LiveServer, live_server
 
 GOLD = "SELECT COUNT(*) FROM customers"  # sql-001's answer

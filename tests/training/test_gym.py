@@ -10,8 +10,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from openenv_mcp import ResetNeeded
+from openenv_mcp.servers.sql import environment
 from openenv_mcp.training.gym import ENV_ID, AnyText, ToolEnv, parse_action
-from servers.sql import environment
 from tests.support import LiveServer, live_server
 
 COUNT_CUSTOMERS = {"tool": "submit_answer", "arguments": {"sql": "SELECT COUNT(*) FROM customers"}}

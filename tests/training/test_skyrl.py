@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from servers.sql import environment as sql
+from openenv_mcp.servers.sql import environment as sql
 from tests.support import ClosedEpisodes, LiveServer, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]

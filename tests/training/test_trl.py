@@ -33,8 +33,8 @@ from openenv_mcp.errors import (
     ToolNotFound,
 )
 from openenv_mcp.models import TaskInfo
+from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
-from servers.sql import environment as sql
 from tests.support import LiveServer, free_port, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ import yaml
 from openenv_mcp.catalog import load_environment, server_names
 from openenv_mcp.mcp_adapter import declared_tools
 from openenv_mcp.rollout.server import discover
+from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.verl_config import TOOL_CLASS, mcp_config, tool_config, verl_tool_schema
-from servers.sql import environment as sql
 from tests.support import ClosedEpisodes, LiveServer, live_server, peer_venv
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from openenv_mcp import EnvClient
-from servers.sql import environment as sql
+from openenv_mcp.servers.sql import environment as sql
 from tests.support import IN_CI, free_port, live_server, wait_http
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -19,7 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from servers.coding.judge import same_output  # noqa: E402
+from openenv_mcp.servers.coding.judge import same_output  # noqa: E402
 from tests.servers.coding_solutions import SOLUTIONS  # noqa: E402
 
 rng = random.Random(20240611)
