@@ -45,7 +45,8 @@ class LiveServer:
 def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveServer]:
     """Serve ``env`` with uvicorn on a free port in a background thread, as ``openenv-mcp serve`` does."""
     runtime = build_runtime(env, Settings(**{"port": 0, **settings}))
-    config = uvicorn.Config(build_app(runtime), host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    app = build_app(runtime)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -55,6 +56,10 @@ def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveSer
             raise RuntimeError("uvicorn did not start within 20 s")
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
+    while app.state.mcp.state().startswith("starting"):  # the MCP door loads once serving (as a client waits)
+        if time.monotonic() > deadline + 30:
+            raise RuntimeError("the MCP door did not come up within 30 s of start-up")
+        time.sleep(0.01)
     try:
         yield LiveServer(url=f"http://127.0.0.1:{port}", runtime=runtime)
     finally:

@@ -39,7 +39,7 @@ def test_health_names_server_and_mode(client: httpx.Client) -> None:
 def test_ready_when_backend_answers(client: httpx.Client) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json()["backends"] == {"sql": "ok"}
+    assert response.json()["backends"] == {"sql": "ok", "mcp": "ok"}  # the MCP door is up too
 
 
 def test_reset_returns_task_prompt_and_seed(client: httpx.Client) -> None:
@@ -274,4 +274,6 @@ def test_mcp_answers_503_naming_the_cause_when_its_door_cannot_be_built(monkeypa
         assert answer.status_code == 503
         assert answer.json()["error"]["code"] == "mcp_unavailable"
         assert "RuntimeError: no transport today" in answer.json()["error"]["message"]
-        assert http.get("/readyz").status_code == 200  # the control plane serves on without the MCP door
+        ready = http.get("/readyz")  # the control plane serves on, and says it is not ready without the MCP door
+        assert ready.status_code == 503 and "no transport today" in ready.json()["backends"]["mcp"]
+        assert http.get("/healthz").status_code == 200

@@ -27,7 +27,9 @@ contract, determinism, isolation, rewards (and parity given ``--prod-url``).
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,11 +294,23 @@ async def _check_in_process(report: Report, env: Environment[Any, Any]) -> None:
         await _check_control_plane(report, http, env.tools.names, list(env.examples))
 
 
+async def _ready(http: httpx.AsyncClient, timeout: float = 30.0) -> httpx.Response:
+    """``/readyz`` once it is 200, or its last answer after ``timeout`` seconds (a server may still be starting:
+    the MCP door loads after start-up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = await http.get("/readyz")
+        if answer.status_code != 503 or time.monotonic() > deadline:
+            return answer
+        await asyncio.sleep(0.05)
+
+
 async def _check_control_plane(
     report: Report, http: httpx.AsyncClient, tools: list[str], examples: list[tuple[str, dict[str, Any]]]
 ) -> None:
     expect = report.expect
-    expect("contract", (await http.get("/readyz")).status_code == 200, "/readyz is not 200 in sim mode")
+    ready = await _ready(http)
+    expect("contract", ready.status_code == 200, f"/readyz is not 200 in sim mode ({ready.text[:300]})")
     listed = await http.get("/tasks")
     if not expect("contract", listed.status_code == 200, f"GET /tasks answered {listed.status_code}"):
         return
