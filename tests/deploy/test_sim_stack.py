@@ -7,6 +7,7 @@ the host over HTTP and MCP (the external TypeScript client) and from inside the 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from openenv_mcp.client import EnvClient
 from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.deploy.stacks import RESTART
 from openenv_mcp.errors import OpenEnvError
-from tests.containers import BASE_IMAGE, DESKTOP, SIM_SERVERS, SLIM, Stack
+from tests.containers import BASE_IMAGE, DESKTOP, ROOT, SIM_SERVERS, SLIM, Stack
 from tests.support import node_client, wait_for
 
 # The first test's setup may make the base image and build every image (minutes on a loaded machine).
@@ -170,3 +171,16 @@ def test_the_slim_image_has_no_display_stack_and_the_desktop_image_has_it(sim_st
     assert sizes[DESKTOP] - sizes[SLIM] > 150e6, sizes
     if BASE_IMAGE == "localhost/openenv-python:3.11-bookworm":  # the base scripts/containers makes
         assert sizes[SLIM] <= 300e6, sizes
+
+
+def test_both_images_hold_this_checkouts_code(sim_stack: Stack) -> None:
+    # A rebuild after a change must install the new wheels, not keep a cached layer of the old ones (podman caches a
+    # RUN that bind-mounts another stage by its command alone: compose/Dockerfile copies the wheels' checksums first).
+    probe = (
+        "import hashlib, openenv_mcp.app as m, openenv_mcp.servers.sql;"
+        "print(hashlib.sha256(open(m.__file__, 'rb').read()).hexdigest())"
+    )
+    ours = hashlib.sha256((ROOT / "openenv_mcp" / "app.py").read_bytes()).hexdigest()
+    for image in (SLIM, DESKTOP):
+        done = sim_stack.engine.podman("run", "--rm", "--entrypoint", "python", image, "-c", probe)
+        assert done.stdout.strip() == ours, f"{image} holds another openenv_mcp/app.py than this checkout"

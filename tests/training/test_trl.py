@@ -269,9 +269,9 @@ def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(trl_python: P
             properties = tool.input_schema.get("properties", {})
             assert seen["parameters"]["properties"].keys() == properties.keys()
             assert set(seen["parameters"].get("required", [])) == set(tool.input_schema.get("required", []))
-            for prop, value in properties.items():  # the words the model reads are the tool's own (or none)
-                shown = seen["parameters"]["properties"][prop].get("description")
-                assert shown == (" ".join(value["description"].split()) if "description" in value else None)
+            for prop, value in properties.items():  # the words the model reads are the tool's own (or its title/name)
+                words = value.get("description") or value.get("title") or prop
+                assert seen["parameters"]["properties"][prop]["description"] == " ".join(words.split())
 
 
 class _Recorder:
