@@ -31,7 +31,7 @@ ROOT = BENCH.parent
 OPENENV_VENV = ROOT / ".venv" / "openenv"  # shared with tests/test_openenv_wire.py, which makes it the same way
 OPENENV_REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
 OPENENV_SERVING = ("uvloop", "httptools")  # served like ours; the tests' clients do not need them
-TRAJECTORY_DIR = Path(tempfile.gettempdir()) / "openenv-mcp-bench"
+TRAJECTORY_DIR = Path(tempfile.gettempdir()) / f"openenv-mcp-bench-{os.getpid()}"  # one per run: runs may overlap
 
 
 @dataclass
