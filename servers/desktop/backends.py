@@ -248,6 +248,7 @@ class SimDesktop:
         if self._closed:
             return
         self._closed = True
+        await asyncio.to_thread(self.screen.close)  # our connection first: Xvfb ends with its last client
         await _shut_down(self.channel, self.editor, self.display, self.root)
 
 
@@ -304,4 +305,4 @@ class ProdDesktop:
         return await self.screen.window_title()
 
     async def aclose(self) -> None:
-        return None
+        await asyncio.to_thread(self.screen.close)

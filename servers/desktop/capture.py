@@ -152,13 +152,27 @@ class XConnection:
 
     def grab(self) -> Picture.Image:
         """The root window's pixels (24-bit depth)."""
-        xcb, libc = _library()
+        data, width, height = self.grab_bgrx()
+        return Picture.frombuffer("RGB", (width, height), data, "raw", "BGRX", width * 4, 1)
+
+    def size(self) -> tuple[int, int]:
+        """The screen's width and height in pixels (from the connection's setup: no round trip)."""
+        screen = self._screen()
+        return screen.width_in_pixels, screen.height_in_pixels
+
+    def _screen(self) -> _Screen:
+        xcb, _ = _library()
         roots = xcb.xcb_setup_roots_iterator(xcb.xcb_get_setup(self.handle))
         for _ in range(self.screen):
             xcb.xcb_screen_next(ctypes.byref(roots))
         if not roots.data:
             raise BackendUnavailable(f"The X display {self.display} has no screen {self.screen}")
-        screen = _Screen.from_address(roots.data)
+        return _Screen.from_address(roots.data)
+
+    def grab_bgrx(self) -> tuple[bytes, int, int]:
+        """The root window's pixels as the server sends them (BGRX rows, 24-bit depth), its width and height."""
+        xcb, libc = _library()
+        screen = self._screen()
         width, height = screen.width_in_pixels, screen.height_in_pixels
         request = xcb.xcb_get_image(self.handle, _Z_PIXMAP, screen.root, 0, 0, width, height, 0x00FFFFFF)
         error = ctypes.c_void_p()
@@ -175,7 +189,9 @@ class XConnection:
             data = ctypes.string_at(xcb.xcb_get_image_data(reply), length)
         finally:
             libc.free(reply)
-        return Picture.frombuffer("RGB", (width, height), data, "raw", "BGRX", width * 4, 1)
+        if length != width * height * 4:
+            raise BackendUnavailable(f"The X display {self.display} sent {length} bytes for a {width}x{height} screen")
+        return data, width, height
 
 
 def grab(display: str, cookie: bytes | None = None) -> Picture.Image:
