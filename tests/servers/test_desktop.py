@@ -189,6 +189,19 @@ def test_mouse_drag_selects_and_scroll_moves_the_view(desktop: LiveServer) -> No
         env.close_episode()
 
 
+def test_typing_reaches_the_editor_as_typed_non_ascii_too(desktop: LiveServer) -> None:
+    # Characters the keymap lacks are typed through a spare keycode remapped for the moment (libxdo's way).
+    with EnvClient(desktop.url) as env:
+        episode = env.reset(task_id="type-00", seed=3).episode_id
+        typed = "Grüße, ça coûte 5 € — naïve Ωmega\ttab"
+        act(env, "type_text", text=typed)
+        act(env, "key", keys="Return shift+a ctrl+a Delete shift+b")
+        assert editor_state(desktop, episode)["text"].rstrip("\n") == "B"
+        act(env, "type_text", text=typed)
+        assert editor_state(desktop, episode)["text"].rstrip("\n") == "B" + typed
+        env.close_episode()
+
+
 def test_bad_inputs_give_clear_errors(desktop: LiveServer) -> None:
     with EnvClient(desktop.url) as env:
         env.reset(task_id="type-00", seed=1)
@@ -227,6 +240,7 @@ def test_an_editor_that_dies_takes_its_display_with_it(desktop: LiveServer) -> N
     with EnvClient(desktop.url) as env:
         episode = env.reset(task_id="type-00", seed=2).episode_id
         desk = backend(desktop, episode)
+        act(env, "move_mouse", x=10, y=10)  # the server's own connection to the display is open now
         os.kill(desk.editor.pid, 9)
         wait_until(lambda: desk.display.process.returncode is not None, "Xvfb exits once its editor is gone")
         answer = httpx.post(
