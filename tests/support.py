@@ -122,6 +122,14 @@ def wait_http(url: str, *, timeout: float = 20.0) -> httpx.Response:
             time.sleep(0.05)
 
 
+def wait_ready(url: str, *, timeout: float = 30.0) -> httpx.Response:
+    """Poll ``url``'s ``/readyz`` until it is 200 (a server's MCP door loads after start-up); the last answer."""
+    deadline = time.monotonic() + timeout
+    while (answer := wait_http(f"{url}/readyz", timeout=timeout)).status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return answer
+
+
 def record(request: pytest.FixtureRequest, name: str, value: float) -> None:
     """Keep a figure with the test's report (``-o junit_family=legacy --junitxml=...`` writes it out)."""
     request.node.user_properties.append((name, value))

@@ -34,7 +34,15 @@ import pytest
 
 from openenv_mcp import EnvClient
 from openenv_mcp.servers.coding import environment
-from tests.support import IN_CI, LiveServer, free_port, live_server, require_service, scratch_database, wait_http
+from tests.support import (
+    IN_CI,
+    LiveServer,
+    free_port,
+    live_server,
+    require_service,
+    scratch_database,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.skipif(
     not (os.geteuid() == 0 and os.path.exists("/proc/self/ns/net")) and not IN_CI,
@@ -304,7 +312,7 @@ def test_a_descriptor_the_server_holds_does_not_reach_a_run(tmp_path: Path) -> N
     log.close()
     try:
         url = f"http://127.0.0.1:{port}"
-        assert wait_http(f"{url}/readyz", timeout=60).status_code == 200
+        assert wait_ready(url, timeout=60).status_code == 200
         held = [os.readlink(f"/proc/{server.pid}/fd/{n}") for n in os.listdir(f"/proc/{server.pid}/fd")]
         assert str(shadow) in held  # the precondition: the server holds it
         assert "uvloop" in Path(f"/proc/{server.pid}/maps").read_text()  # and runs under uvloop
