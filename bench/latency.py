@@ -27,6 +27,16 @@ from bench.report import Row
 
 Run = Callable[[int], Awaitable[list[float]]]
 
+# Every desktop action returns the screen once the application has handled it: a step is the action and its
+# screenshot. Moving, clicking into the text, a key and typing; each changes a part of the screen, or not.
+DESKTOP_ACTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("move_mouse", {"x": 500, "y": 400}),
+    ("click", {"x": 400, "y": 300}),
+    ("key", {"keys": "ctrl+End"}),
+    ("type_text", {"text": "hello"}),
+]
+DESKTOP_STEP_MS = 12.0  # issue 16's target for the median desktop step
+
 
 @dataclass
 class Block:
@@ -201,6 +211,8 @@ def _step_blocks(ctx: Context, stack: AsyncExitStack) -> tuple[list[Block], dict
     for env in ctx.envs:
         if f"ours-{env}" in up:
             named[env] = ours_step(up[f"ours-{env}"], _examples(env), f"step ours-{env} (examples)")
+    if "ours-desktop" in up:  # issue 16's desktop step: an action and the screenshot it returns
+        named["desktop actions"] = ours_step(up["ours-desktop"], DESKTOP_ACTIONS, "step ours-desktop (actions)")
     return list(named.values()), named
 
 
@@ -334,6 +346,23 @@ async def _latency(ctx: Context, rows: list[Row]) -> None:
         for env in ctx.envs:
             if env in step:
                 rows += _pair("step", f"/step {env} (its examples)", step[env], bare, "bare FastAPI")
+        if "desktop actions" in step:
+            actions = Summary.of(step["desktop actions"].rounds)
+            rows.append(
+                Row(
+                    "step",
+                    "/step desktop action + screenshot median",
+                    actions.median_ms,
+                    "ms",
+                    "bare FastAPI",
+                    Summary.of(bare.rounds).median_ms,
+                    DESKTOP_STEP_MS,
+                    "value<=",
+                    measure.paired_ratio(actions.round_medians_ms, Summary.of(bare.rounds).round_medians_ms),
+                    note="move, click, key, type 5 characters, each returning a 1024x768 PNG (the default settings)",
+                )
+            )
+            rows.append(Row("step", "/step desktop action + screenshot p99", actions.p99_ms, "ms"))
     if mcp:
         rows += _pair("mcp", "MCP HTTP call, trivial", mcp["http trivial"], mcp["http bare"], "bare SDK", 1.0)
         rows.append(_cpu_row("mcp", "MCP HTTP call, server CPU", mcp["http trivial"], mcp["http bare"], "bare SDK"))

@@ -32,7 +32,7 @@ environment: Environment[DesktopBackend, DesktopTask] = Environment(
         ProdService(
             name="x11",
             title="X11 display",
-            role="the screen, keyboard and mouse the tools act on (xdotool input, XGetImage screenshots)",
+            role="the screen, keyboard and mouse the tools act on (XTEST input through libxdo, GetImage screenshots)",
             settings=(
                 "display",
                 "image_format",

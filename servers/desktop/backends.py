@@ -106,6 +106,13 @@ class SimDesktop:
         self.screen = Screen(display.name, settings, sync=self.sync, authority=display.authority)
         self.loop = asyncio.get_running_loop()  # for callers on other threads (tests, diagnostics)
         self._closed = False
+        # Our X connection keeps the display alive (Xvfb -terminate waits for its last client): let it go with the
+        # editor, so that a dead editor still takes its display with it.
+        self._watch = self.loop.create_task(self._close_screen_when_the_editor_exits())
+
+    async def _close_screen_when_the_editor_exits(self) -> None:
+        await self.editor.wait()
+        await asyncio.to_thread(self.screen.close)
 
     @classmethod
     async def open(cls, task: HasScenario, seed: int, settings: DesktopSettings) -> SimDesktop:
@@ -248,6 +255,8 @@ class SimDesktop:
         if self._closed:
             return
         self._closed = True
+        self._watch.cancel()
+        await asyncio.to_thread(self.screen.close)  # our connection first: Xvfb ends with its last client
         await _shut_down(self.channel, self.editor, self.display, self.root)
 
 
@@ -304,4 +313,4 @@ class ProdDesktop:
         return await self.screen.window_title()
 
     async def aclose(self) -> None:
-        return None
+        await asyncio.to_thread(self.screen.close)

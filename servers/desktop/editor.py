@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import socket
+import time
 import tkinter as tk
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +59,7 @@ class Editor:
         self.file_dialog: FileDialog | None = None
         self.max_chars = max_chars
         self.refused = 0  # insertions refused at the size limit since the server last asked
+        self.pending_focus: tk.Misc | None = None  # given the focus, not yet holding it (see focus)
         root.geometry(f"{width}x{height}+0+0")
         root.option_add("*insertOffTime", 0)  # a caret that never blinks: the same pixels every time
         root.option_add("*Font", UI_FONT)
@@ -178,6 +180,26 @@ class Editor:
     @property
     def modified(self) -> bool:
         return bool(self.text.edit_modified())
+
+    def focus(self, widget: tk.Misc) -> None:
+        """Give ``widget`` the keyboard focus; until Tk has given it (a dialog's field: once it is visible,
+        which comes back from the X server later) a ``sync`` waits, so that keys sent next reach it."""
+        if str(widget) != self.root.tk.call("focus"):
+            self.pending_focus = widget
+
+            def arrived(_event: object) -> None:
+                if self.pending_focus is widget:
+                    self.pending_focus = None
+
+            widget.bind("<FocusIn>", arrived, add="+")
+        widget.focus_force()
+
+    def focus_pending(self) -> bool:
+        """Whether a widget was given the focus and Tk has not yet given it (and it still exists)."""
+        widget = self.pending_focus
+        if widget is not None and not widget.winfo_exists():
+            self.pending_focus = widget = None
+        return widget is not None
 
     def content(self) -> str:
         return self.text.get("1.0", "end-1c")
@@ -442,7 +464,7 @@ class FileDialog:
         editor.file_dialog = self
         self.entry.select_range(0, "end")
         self.entry.icursor("end")
-        self.entry.focus_force()
+        editor.focus(self.entry)
         top.wait_visibility()
         top.grab_set()
         top.wait_window()
@@ -490,7 +512,7 @@ class FileDialog:
             self.editor.file_dialog = None
         self.top.grab_release()
         self.top.destroy()
-        self.editor.text.focus_force()
+        self.editor.focus(self.editor.text)
 
     def describe(self) -> dict[str, Any]:
         """What the dialog shows: its title, folder listing, file name field and message."""
@@ -559,7 +581,7 @@ class FindDialog:
             if "\n" not in first:
                 self.what.set(first)
         self.what_entry.select_range(0, "end")
-        self.what_entry.focus_force()
+        editor.focus(self.what_entry)
 
     def _search(self, start: str, *, stop: str = "end") -> tuple[str, str] | None:
         pattern = self.what.get()
@@ -620,7 +642,7 @@ class FindDialog:
         self.top.destroy()
         if self.editor.find_dialog is self:
             self.editor.find_dialog = None
-        self.text.focus_force()
+        self.editor.focus(self.text)
 
 
 class Control:
@@ -633,6 +655,10 @@ class Control:
         self.sock.connect(path)
         self.buffer = b""
         self.root.tk.createfilehandler(self.sock, tk.READABLE, self._readable)
+        # Windows appearing, moving, being exposed or taking the focus: what a sync waits to see end.
+        self.changes = 0
+        for sequence in ("<Map>", "<Unmap>", "<Visibility>", "<Configure>", "<Expose>", "<FocusIn>", "<FocusOut>"):
+            self.root.bind_all(sequence, self._changed, add="+")
 
     def send(self, message: dict[str, Any]) -> None:
         try:
@@ -671,6 +697,7 @@ class Control:
                         "find_dialog": dialog,
                         "file_dialog": editor.file_dialog.describe() if editor.file_dialog is not None else None,
                         "max_chars": editor.max_chars,
+                        "focus": str(self.root.tk.call("focus")),
                     }
                 )
 
@@ -678,19 +705,37 @@ class Control:
         refused, self.editor.refused = self.editor.refused, 0
         self.send({"id": request, "ok": True, "refused": refused})
 
-    def sync(self, answer: Callable[[], None], passes: int = 2) -> None:
+    def _changed(self, _event: object) -> None:
+        self.changes += 1
+
+    def sync(self, answer: Callable[[], None]) -> None:
         """Answer once every input event the X server queued before now is handled and drawn.
 
-        A round trip pulls queued input into Tk; an idle callback runs only after it is handled
-        (inside a dialog's own event loop too); a second pass draws what the first one mapped.
+        A round trip pulls queued input into Tk; an idle callback runs only once it is handled
+        (inside a dialog's own event loop too). Each pass draws what is pending and makes a round
+        trip (our requests, drawing and focus, reach the server; its answers come back as events).
+        Passes go on until a round trip brought back no window mapped, configured, exposed or
+        focused (at least two passes, at most eight), and no widget given the focus is still waiting
+        for it (:meth:`Editor.focus`: a new dialog's field gets it only once it is visible, an
+        event that can come milliseconds later; keys sent before would reach the document). While
+        one waits, passes run a millisecond apart, at most 100 ms (the server's settle timeout too).
         """
         self.root.winfo_pointerxy()
+        mark: list[int | None] = [None]
+        passes = [0]
+        started = time.monotonic()
 
         def drawn() -> None:
+            quiet = mark[0] == self.changes  # the events the last round trip brought back are handled by now
             self.root.update_idletasks()
-            self.root.winfo_pointerxy()  # our drawing requests have reached the server
-            if passes > 1:
-                self.sync(answer, passes - 1)
+            self.root.winfo_pointerxy()
+            passes[0] += 1
+            if (passes[0] < 2 or not quiet) and passes[0] < 8:
+                mark[0] = self.changes
+                self.root.after_idle(drawn)
+            elif self.editor.focus_pending() and time.monotonic() - started < 0.1:
+                mark[0] = self.changes
+                self.root.after(1, drawn)
             else:
                 answer()
 

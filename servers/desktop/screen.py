@@ -1,4 +1,4 @@
-"""One X display as the tools see it: screenshots (Pillow, over XCB) and input (xdotool, over XTEST).
+"""One X display as the tools see it: screenshots (over XCB) and input (libxdo, over XTEST), one connection.
 
 The same class serves both modes: a sim episode's Xvfb display or the prod display named in
 ``DESKTOP_DISPLAY``. After every action the screen is allowed to settle before the screenshot:
@@ -6,9 +6,14 @@ with a ``sync`` function (the sim editor answers once it has handled and drawn e
 sent before the question) or, without one, by waiting until two frames in a row are identical,
 bounded by ``DESKTOP_SETTLE_TIMEOUT_MS``.
 
-A sim display has an :class:`~openenv_mcp.servers.desktop.authority.Authority`: xdotool gets its file
-(``XAUTHORITY``), screenshots its cookie (:mod:`openenv_mcp.servers.desktop.capture`), so every episode's
-clients hold that episode's cookie and no other. Prod clients find their cookie as X clients do.
+Input and screenshots go over one X connection, opened at the first action and kept until the
+episode closes (:mod:`openenv_mcp.servers.desktop.xdo`: libxdo, xdotool's own library, for input;
+XCB ``GetImage`` on the same connection for pixels). PNG screenshots re-compress only the bands of
+the screen that changed (:mod:`openenv_mcp.servers.desktop.png`). A sim display has an
+:class:`~openenv_mcp.servers.desktop.authority.Authority`: the connection presents its cookie, and
+the rare ``xdotool`` commands (finding the editor's window at start) get its file (``XAUTHORITY``), so
+every episode's clients hold that episode's cookie and no other. Prod clients find their cookie as X
+clients do.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable
 
@@ -23,16 +29,18 @@ from PIL import Image as Picture
 
 from openenv_mcp import BackendUnavailable, ToolFailed
 from openenv_mcp.servers.desktop.authority import Authority
-from openenv_mcp.servers.desktop.capture import grab
 from openenv_mcp.servers.desktop.keys import parse_keys
 from openenv_mcp.servers.desktop.models import Acted, ScreenInfo
+from openenv_mcp.servers.desktop.png import BandEncoder
 from openenv_mcp.servers.desktop.settings import DesktopSettings
+from openenv_mcp.servers.desktop.xdo import XInput
 from openenv_mcp.tools import Image
 
 __all__ = ["BUTTONS", "SCROLL_BUTTONS", "Screen"]
 
-BUTTONS = {"left": "1", "middle": "2", "right": "3"}
-SCROLL_BUTTONS = {"up": "4", "down": "5", "left": "6", "right": "7"}
+BUTTONS = {"left": 1, "middle": 2, "right": 3}
+SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
+Frame = tuple[bytes, int, int]  # BGRX rows, width, height
 _FRAME_INTERVAL = 0.03  # seconds between frames when waiting for a settled screen
 
 
@@ -55,30 +63,55 @@ class Screen:
         self._env = {**os.environ, "DISPLAY": display}
         if authority is not None:
             self._env["XAUTHORITY"] = str(authority.path)
+        self._input: XInput | None = None
+        self._opening = threading.Lock()
+        self._closed = False
+        self._png = BandEncoder()
+        self._encoding = threading.Lock()  # the band cache is one screen's
+
+    def _x(self) -> XInput:
+        """The display's connection, opened on first use (blocking: call it in a worker thread)."""
+        with self._opening:
+            if self._closed:
+                raise BackendUnavailable(f"The connection to the X display {self.display} is closed")
+            if self._input is None:
+                self._input = XInput.open(self.display, self._cookie)
+            return self._input
+
+    def close(self) -> None:
+        """Close the display's connection (blocking; the episode is over)."""
+        with self._opening:
+            self._closed = True
+            connection, self._input = self._input, None
+        if connection is not None:
+            connection.close()
 
     # pictures ---------------------------------------------------------------------------------------
 
-    def _grab(self) -> Picture.Image:
-        return grab(self.display, self._cookie)
+    def _grab(self) -> Frame:
+        return self._x().grab_bgrx()
 
-    def _encode(self, frame: Picture.Image) -> Image[ScreenInfo]:
+    def _encode(self, frame: Frame) -> Image[ScreenInfo]:
         settings = self.settings
-        self._size = frame.size
+        data, width, height = frame
+        self._size = (width, height)
+        mime = f"image/{settings.image_format}"
+        if settings.image_format == "png" and settings.image_scale >= 1.0:
+            with self._encoding:
+                encoded = self._png.encode(data, width, height)
+            info = ScreenInfo(width=width, height=height, image_width=width, image_height=height, mime_type=mime)
+            return Image(data=encoded, mime_type=mime, metadata=info)
+        picture = Picture.frombuffer("RGB", (width, height), data, "raw", "BGRX", width * 4, 1)
         if settings.image_scale < 1.0:
-            scaled = (
-                max(1, round(frame.width * settings.image_scale)),
-                max(1, round(frame.height * settings.image_scale)),
-            )
-            frame = frame.resize(scaled, Picture.Resampling.BILINEAR, reducing_gap=2.0)
+            scaled = (max(1, round(width * settings.image_scale)), max(1, round(height * settings.image_scale)))
+            picture = picture.resize(scaled, Picture.Resampling.BILINEAR, reducing_gap=2.0)
         out = io.BytesIO()
         if settings.image_format == "jpeg":
-            frame.convert("RGB").save(out, "JPEG", quality=settings.jpeg_quality)
+            picture.save(out, "JPEG", quality=settings.jpeg_quality)
         else:
-            frame.save(out, "PNG", compress_level=1)
-        mime = f"image/{settings.image_format}"
-        width, height = self._size
+            picture.save(out, "PNG", compress_level=1)
         info = ScreenInfo(
-            width=width, height=height, image_width=frame.width, image_height=frame.height, mime_type=mime
+            width=width, height=height, image_width=picture.width, image_height=picture.height, mime_type=mime
         )
         return Image(data=out.getvalue(), mime_type=mime, metadata=info)
 
@@ -89,23 +122,17 @@ class Screen:
     async def size(self) -> tuple[int, int]:
         """The screen's width and height in pixels."""
         if self._size is None:
-            answer = await self.xdotool("getdisplaygeometry")
-            width, height = answer.split()
-            self._size = (int(width), int(height))
+            self._size = await asyncio.to_thread(lambda: self._x().size())
         return self._size
 
-    async def settle(self) -> tuple[Picture.Image, bool]:
-        """The frame once the screen has settled after an action, and whether it is known to have settled."""
-        timeout = self.settings.settle_timeout_ms / 1000
-        if self._sync is not None:
-            settled = await self._sync()
-            return await asyncio.to_thread(self._grab), settled
-        deadline = time.monotonic() + timeout
+    async def settle(self) -> tuple[Frame, bool]:
+        """Without a ``sync``: the frame once two frames in a row are identical, and whether they were in time."""
+        deadline = time.monotonic() + self.settings.settle_timeout_ms / 1000
         previous = await asyncio.to_thread(self._grab)
         while True:
             await asyncio.sleep(_FRAME_INTERVAL)  # the pace of the poll; the deadline bounds it
             frame = await asyncio.to_thread(self._grab)
-            if frame.tobytes() == previous.tobytes():
+            if frame == previous:
                 return frame, True
             if time.monotonic() > deadline:
                 return frame, False
@@ -113,8 +140,12 @@ class Screen:
 
     async def acted(self, action: str) -> Image[Acted]:
         """The screen after ``action``, as an image with what was done."""
-        frame, settled = await self.settle()
-        shot = await asyncio.to_thread(self._encode, frame)
+        if self._sync is not None:  # the editor says when it is done: grab and encode in one hop
+            settled = await self._sync()
+            shot = await asyncio.to_thread(lambda: self._encode(self._grab()))
+        else:
+            frame, settled = await self.settle()
+            shot = await asyncio.to_thread(self._encode, frame)
         return Image(
             data=shot.data,
             mime_type=shot.mime_type,
@@ -131,11 +162,25 @@ class Screen:
                 f"0 <= y < {height} (screen pixels, also when the screenshot is scaled down)"
             )
 
+    async def _act(self, action: Callable[[XInput], None]) -> None:
+        await asyncio.to_thread(lambda: action(self._x()))
+
+    async def _arrive(self, x: int, y: int) -> None:
+        """Move the pointer to (x, y) before a press; with a ``sync``, let the application see it arrive.
+
+        A Tk menu takes a click on an item only when it has handled the pointer entering it, and a
+        press sent right behind the motion can overtake what the application is still doing after
+        the previous action (a menu just posted), which the spawned xdotool's start-up used to hide.
+        """
+        await self._act(lambda xi: xi.move(x, y))
+        if self._sync is not None:
+            await self._sync()
+
     async def key(self, keys: str, repeat: int) -> str:
         combos = parse_keys(keys)
         # xdotool waits --delay after every key, the last one too: only pay it between keys.
-        delay = "12" if len(combos) > 1 or repeat > 1 else "0"
-        await self.xdotool("key", "--clearmodifiers", "--repeat", str(repeat), "--delay", delay, *combos)
+        delay = 12 if len(combos) > 1 or repeat > 1 else 0
+        await self._act(lambda x: x.key(combos, repeat, delay))
         return f"key {' '.join(combos)}" + (f" x{repeat}" if repeat > 1 else "")
 
     async def type(self, text: str) -> str:
@@ -144,47 +189,49 @@ class Screen:
             raise ToolFailed(
                 f"The text holds control characters ({', '.join(bad)}); type only printable text, \\n, \\t"
             )
-        delay = self.settings.type_delay_ms
-        await self.xdotool(
-            "type", "--clearmodifiers", "--delay", str(delay), "--", text, timeout=5 + len(text) * (delay + 5) / 1000
-        )
+        await self._act(lambda x: x.type(text, self.settings.type_delay_ms))
         return f"type {len(text)} characters"
 
     async def click(self, x: int, y: int, button: str, clicks: int) -> str:
         await self.check_point(x, y)
-        delay = "80" if clicks > 1 else "0"  # well inside any double-click interval
-        await self.xdotool(
-            "mousemove", str(x), str(y), "click", "--repeat", str(clicks), "--delay", delay, BUTTONS[button]
-        )
+        delay = 80 if clicks > 1 else 0  # well inside any double-click interval
+        await self._arrive(x, y)
+        await self._act(lambda xi: xi.click(BUTTONS[button], clicks, delay))
         return f"click {button} at ({x}, {y})" + (f" x{clicks}" if clicks > 1 else "")
 
     async def move(self, x: int, y: int) -> str:
         await self.check_point(x, y)
-        await self.xdotool("mousemove", str(x), str(y))
+        await self._act(lambda xi: xi.move(x, y))
         return f"move to ({x}, {y})"
 
     async def drag(self, x: int, y: int, to_x: int, to_y: int, button: str) -> str:
         await self.check_point(x, y)
         await self.check_point(to_x, to_y)
         code = BUTTONS[button]
-        middle = (str((x + to_x) // 2), str((y + to_y) // 2))
-        await self.xdotool(
-            "mousemove", str(x), str(y), "mousedown", code, "mousemove", *middle,
-            "mousemove", str(to_x), str(to_y), "mouseup", code,
-        )  # fmt: skip
+        await self._arrive(x, y)
+
+        def run(xi: XInput) -> None:
+            xi.button(code, down=True)
+            xi.move((x + to_x) // 2, (y + to_y) // 2)
+            xi.move(to_x, to_y)
+            xi.button(code, down=False)
+
+        await self._act(run)
         return f"drag {button} from ({x}, {y}) to ({to_x}, {to_y})"
 
     async def scroll(self, x: int, y: int, direction: str, amount: int) -> str:
         await self.check_point(x, y)
         code = SCROLL_BUTTONS[direction]
-        delay = "10" if amount > 1 else "0"
-        await self.xdotool("mousemove", str(x), str(y), "click", "--repeat", str(amount), "--delay", delay, code)
+        delay = 10 if amount > 1 else 0
+        await self._arrive(x, y)
+        await self._act(lambda xi: xi.click(code, amount, delay))
         return f"scroll {direction} x{amount} at ({x}, {y})"
 
     async def window_title(self, window: int | None = None) -> str:
         """The title of ``window``, or of the window with the keyboard focus."""
-        args = ["getwindowname", str(window)] if window is not None else ["getwindowfocus", "-f", "getwindowname"]
-        return (await self.xdotool(*args)).rstrip("\n")
+        if window is not None:
+            return await asyncio.to_thread(lambda: self._x().window_name(window))
+        return (await self.xdotool("getwindowfocus", "-f", "getwindowname")).rstrip("\n")
 
     async def xdotool(self, *args: str, timeout: float = 10.0) -> str:
         """Run xdotool on this display; its failures become ToolFailed, an unreachable display BackendUnavailable."""
