@@ -419,6 +419,7 @@ def _step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:  # in _STEP_COLUMNS
         row["done"],
         row["tool_seconds"],
         row["at"],
+        _json(row["scores"]),
     )
 
 
