@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -44,10 +45,8 @@ class Subject:
         own = self.server.cpu_seconds()
         children = 0.0
         for pid in servers.descendants(self.server.process.pid):
-            try:
+            with contextlib.suppress(OSError):  # a child that has just exited
                 children += servers._cpu_seconds(pid)
-            except OSError:
-                pass
         return own, children
 
 
@@ -69,7 +68,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
     specs = [servers.ours_trivial(name="off"), servers.ours_trivial(recording=True, name="on")]
     if args.compare:  # the same command, with DIR first on the path (``-m`` would put the working directory first)
         spec = servers.ours_trivial(recording=True, name="on (compare)")
-        code = f"import sys; sys.path.insert(0, {str(args.compare)!r}); from bench.trivial import main; sys.exit(main())"
+        first = f"import sys; sys.path.insert(0, {str(args.compare)!r}); "
+        code = first + "from bench.trivial import main; sys.exit(main())"
         spec.argv = [spec.argv[0], "-c", code, *spec.argv[3:]]
         specs.append(spec)
     load_before = os.getloadavg()
@@ -82,7 +82,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
         for round_ in range(args.rounds):
             for subject in subjects if round_ % 2 == 0 else list(reversed(subjects)):
                 await _round(subject, args.warmup, args.duration)
-            print(f"  round {round_ + 1}/{args.rounds}: " + ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects))
+            figures = ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects)
+            print(f"  round {round_ + 1}/{args.rounds}: {figures}")
     off = subjects[0]
     out: dict[str, object] = {"load_average_before": load_before, "load_average_after": os.getloadavg()}
     for subject in subjects:
