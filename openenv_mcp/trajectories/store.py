@@ -7,7 +7,7 @@
     trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
                          (written by the policy's side, joined to its episode by server and episode id)
 
-The store is synchronous: the recorder calls it from its writer thread, the exporter from the
+The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
 There are no foreign keys on purpose: a batch the database refused must not make later batches
 fail; the exporter skips episodes with missing steps instead.
