@@ -1,8 +1,8 @@
 """The trajectory recorder: an episode observer that records every sim step, off the hot path.
 
 The ``on_*`` methods run on the server's event loop right after a step is graded. Each turns its event into
-one row of plain values (a step is one tuple, its JSON values serialised in one pydantic-core call) and appends
-it to a batch; a batch of ``batch_size`` steps, or whatever is waiting every ``flush_interval`` seconds, is pickled
+one row of plain values (a step is one tuple, its JSON columns serialised by pydantic-core) and appends it
+to a batch; a batch of ``batch_size`` steps, or whatever is waiting every ``flush_interval`` seconds, is pickled
 and written to a pipe. At the other end a **writer process** (:mod:`openenv_mcp.trajectories.writer`, started
 by :meth:`TrajectoryRecorder.start`) writes each batch in one transaction and answers how many steps it
 stored, so the database's work runs on another core than the serving loop instead of taking the server's
@@ -261,10 +261,21 @@ class TrajectoryRecorder:
         observation = outcome.observation
         step = episode.step_count
         arguments = call.arguments if type(call.arguments) is dict else dict(call.arguments)
-        # one step, one tuple (pipe.py's step format): its four JSON values in one call, split by the writer
-        json = to_json((arguments, observation.content, observation.structured_content, outcome.scores), fallback=repr)
-        self._stepped.append(
-            (uid, step, call.tool.name, json, observation.is_error, outcome.reward, outcome.done, seconds, time.time())
+        self._stepped.append(  # pipe.py's step format: the JSON columns as pydantic-core serialises them (bytes)
+            (
+                uid,
+                step,
+                call.tool.name,
+                to_json(arguments, fallback=repr),
+                to_json(observation.content, fallback=repr),
+                to_json(observation.structured_content, fallback=repr),
+                observation.is_error,
+                outcome.reward,
+                outcome.done,
+                seconds,
+                time.time(),
+                to_json(outcome.scores, fallback=repr),
+            )
         )
         self._progress[uid] = (step, episode.total_reward, outcome.done, uid)
         self._enqueued_steps += 1

@@ -8,7 +8,7 @@ The wire (:mod:`openenv_mcp.trajectories.pipe`), private to this package (the re
 the same installation):
 
 - in: frames of ``u32 length`` + a pickled batch, ``{"opened", "stepped", "progress", "marked", "closed"}``
-  (steps one tuple of plain values each, their JSON values one serialised array, split here);
+  (steps one tuple of plain values each, their JSON columns already serialised);
 - out: per frame, ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three times.
 
 The writer reads until end of input, which is how it stops: the recorder closes the pipe after its last batch,
