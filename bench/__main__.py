@@ -2,7 +2,8 @@
 
 Sections: step (HTTP step latency), mcp (MCP tool-call latency over Streamable HTTP and stdio), reset (reset
 latency), throughput (steps/s with 1, 16, 64 clients), memory (per open episode, episodes in 2 GB), startup (to
-ready), fork (fork at step 10 against a reset; snapshot sizes). Every server is a subprocess on this machine;
+ready), fork (fork at step 10 against a reset; snapshot sizes), ors (our ORS door against the ORS SDK's own
+server: tool-call latency, episodes/s). Every server is a subprocess on this machine;
 ours and the baselines are measured in the same run, interleaved, and every figure is printed with its ratio to
 its baseline. See bench/README.md.
 """
@@ -20,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import fork, latency, measure, memory, servers, startup, throughput
+from bench import fork, latency, measure, memory, ors, servers, startup, throughput
 from bench.context import ENVS, FULL, QUICK, SECTIONS, Context
 from bench.report import Row, table, write_json
 from bench.trivial import TABLES
@@ -32,8 +33,10 @@ LATENCY = {"step", "mcp", "reset"}
 def _specs(ctx: Context) -> list[servers.ServerSpec]:
     wanted: dict[str, servers.ServerSpec] = {}
     sections = ctx.sections
-    if sections & (LATENCY | {"throughput"}):
+    if sections & (LATENCY | {"throughput", "ors"}):
         wanted["ours-trivial"] = servers.ours_trivial()
+    if "ors" in sections and (spec := ors.server_spec(ctx)) is not None:
+        wanted["ors-sdk"] = spec
     if sections & {"step", "reset", "throughput"}:
         wanted["bare-fastapi"] = servers.bare_fastapi(ctx.tables)
         if ctx.openenv_python is not None:
@@ -61,6 +64,8 @@ async def _run(ctx: Context) -> list[Row]:
                 rows += await latency.run(ctx)
             if "throughput" in ctx.sections:
                 rows += await throughput.run(ctx)
+            if "ors" in ctx.sections:
+                rows += await ors.run(ctx)
         ctx.up = {}
     if "memory" in ctx.sections:
         rows += await memory.run(ctx)
@@ -84,6 +89,9 @@ def _meta(quick: bool, load_before: tuple[float, float, float], openenv: Path | 
         "load_average_after": os.getloadavg(),
         "versions": {name: importlib.metadata.version(name) for name in packages},
         "openenv": servers.openenv_version(openenv) if openenv else None,
+        "openreward": servers.peer_version(servers.ORS_VENV / "bin" / "python", "openreward")
+        if (servers.ORS_VENV / "bin" / "python").exists()
+        else None,
     }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from bench import servers
 
-SECTIONS = ("step", "mcp", "reset", "throughput", "memory", "startup", "fork")
+SECTIONS = ("step", "mcp", "reset", "throughput", "ors", "memory", "startup", "fork")
 ENVS = ("sql", "email", "search", "coding", "desktop")
 
 

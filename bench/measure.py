@@ -26,6 +26,7 @@ from websockets.sync.client import connect as sync_ws_connect
 
 HOST = "127.0.0.1"
 _LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked", re.IGNORECASE)
 
 
 class BenchError(RuntimeError):
@@ -80,13 +81,34 @@ def step_body(tool: str, arguments: dict[str, Any]) -> bytes:
 
 
 def _split(buffer: bytes) -> tuple[int, int, int] | None:
-    """(status, header length, body length) once the head is complete."""
+    """(status, header length, body length) once the head is complete; body length -1 for a chunked body."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
         return None
     head = buffer[:end]
     found = _LENGTH.search(head)
+    if found is None and _CHUNKED.search(head):
+        return int(head[9:12]), end + 4, -1
     return int(head[9:12]), end + 4, int(found.group(1)) if found else 0
+
+
+def _dechunk(buffer: bytes, start: int) -> tuple[bytes, int] | None:
+    """A chunked body starting at ``start``: (the joined chunks, where the answer ends), or None while incomplete."""
+    parts: list[bytes] = []
+    at = start
+    while True:
+        line_end = buffer.find(b"\r\n", at)
+        if line_end < 0:
+            return None
+        size = int(buffer[at:line_end].split(b";", 1)[0], 16)
+        if size == 0:  # the last chunk; no trailers expected
+            if len(buffer) < line_end + 4:
+                return None
+            return b"".join(parts), line_end + 4
+        if len(buffer) < line_end + 2 + size + 2:
+            return None
+        parts.append(buffer[line_end + 2 : line_end + 2 + size])
+        at = line_end + 2 + size + 2
 
 
 class Http:
@@ -133,6 +155,12 @@ class Http:
         while (parts := _split(buffer)) is None:
             buffer += self._recv(bool(buffer))
         status, head, length = parts
+        if length < 0:  # a chunked body (a server-sent event stream)
+            while (whole := _dechunk(buffer, head)) is None:
+                buffer += self._recv(True)
+            body, end = whole
+            self._buffer = buffer[end:]
+            return status, body
         while len(buffer) < head + length:
             buffer += self._recv(True)
         self._buffer = buffer[head + length :]
@@ -165,6 +193,12 @@ class AsyncHttp:
         self.writer.write(data)
         head = await self.reader.readuntil(b"\r\n\r\n")
         found = _LENGTH.search(head)
+        if found is None and _CHUNKED.search(head):  # a chunked body (a server-sent event stream)
+            parts = []
+            while size := int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";", 1)[0], 16):
+                parts.append((await self.reader.readexactly(size + 2))[:-2])
+            await self.reader.readexactly(2)  # the empty line after the last chunk
+            return int(head[9:12]), b"".join(parts)
         body = await self.reader.readexactly(int(found.group(1))) if found else b""
         return int(head[9:12]), body
 

@@ -30,7 +30,9 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 OPENENV_VENV = ROOT / ".venv" / "openenv"  # shared with tests/test_openenv_wire.py, which makes it the same way
 OPENENV_REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
-OPENENV_SERVING = ("uvloop", "httptools")  # served like ours; the tests' clients do not need them
+ORS_VENV = ROOT / ".venv" / "ors-client"  # shared with tests/test_ors.py (the reference ORS client)
+ORS_REQUIREMENTS = ROOT / "tests" / "interop" / "ors-requirements.txt"
+PEER_SERVING = ("uvloop", "httptools")  # served like ours; the tests' clients do not need them
 TRAJECTORY_DIR = Path(tempfile.gettempdir()) / f"openenv-mcp-bench-{os.getpid()}"  # one per run: runs may overlap
 
 
@@ -167,6 +169,13 @@ def openenv(tables: Sequence[str], python: Path) -> ServerSpec:
     return ServerSpec("openenv", argv, "/health", optional=True)
 
 
+def ors_sdk(tables: Sequence[str], python: Path) -> ServerSpec:
+    """The ORS SDK's own server (``bench/baseline_ors.py``), its per-request INFO logs and update check off."""
+    argv = [str(python), str(BENCH / "baseline_ors.py"), "--port", "{port}", "--tables", ",".join(tables)]
+    env = {"OPENREWARD_LOG_LEVEL": "WARNING", "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    return ServerSpec("ors-sdk", argv, "/health", env, optional=True)
+
+
 # the OpenEnv venv ----------------------------------------------------------------------------------
 
 
@@ -176,37 +185,54 @@ def openenv_python() -> tuple[Path | None, str]:
     The venv is the one ``tests/test_openenv_wire.py`` makes (same place, same stamp: a hash of the requirements
     file), so whichever runs first makes it for both; the benchmark adds uvloop and httptools to it.
     """
-    python = OPENENV_VENV / "bin" / "python"
-    digest = hashlib.sha1(OPENENV_REQUIREMENTS.read_bytes()).hexdigest()[:12]
-    stamp = OPENENV_VENV / f".installed-{digest}"
-    serving = OPENENV_VENV / f".serving-{digest}"
+    return _peer_python(OPENENV_VENV, OPENENV_REQUIREMENTS, "openenv.core", "openenv")
+
+
+def ors_python() -> tuple[Path | None, str]:
+    """The ORS client venv's python (``openreward``, whose SDK also holds the ORS server), made on first use.
+
+    The venv is the one ``tests/test_ors.py`` makes for the reference client (same place, same stamp); the
+    benchmark adds uvloop and httptools to it.
+    """
+    return _peer_python(ORS_VENV, ORS_REQUIREMENTS, "openreward.environments", "openreward")
+
+
+def _peer_python(venv: Path, requirements: Path, module: str, what: str) -> tuple[Path | None, str]:
+    python = venv / "bin" / "python"
+    digest = hashlib.sha1(requirements.read_bytes()).hexdigest()[:12]
+    stamp = venv / f".installed-{digest}"
+    serving = venv / f".serving-{digest}"
     if python.exists() and stamp.exists() and serving.exists():
         return python, ""
-    print(f"making {OPENENV_VENV.relative_to(ROOT)} (openenv, uvloop, httptools; about two minutes) ...", flush=True)
+    print(f"making {venv.relative_to(ROOT)} ({what}, uvloop, httptools; about two minutes) ...", flush=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     try:
         if not (python.exists() and stamp.exists()):
-            venv = [sys.executable, "-m", "venv", "--clear", str(OPENENV_VENV)]
-            subprocess.run(venv, check=True, capture_output=True, timeout=300)
-            subprocess.run([*pip, "-r", str(OPENENV_REQUIREMENTS)], check=True, capture_output=True, timeout=900)
+            fresh = [sys.executable, "-m", "venv", "--clear", str(venv)]
+            subprocess.run(fresh, check=True, capture_output=True, timeout=300)
+            subprocess.run([*pip, "-r", str(requirements)], check=True, capture_output=True, timeout=900)
             stamp.touch()
-        subprocess.run([*pip, *OPENENV_SERVING], check=True, capture_output=True, timeout=300)
-        subprocess.run([str(python), "-c", "import openenv.core, uvloop, httptools"], check=True, capture_output=True)
+        subprocess.run([*pip, *PEER_SERVING], check=True, capture_output=True, timeout=300)
+        subprocess.run([str(python), "-c", f"import {module}, uvloop, httptools"], check=True, capture_output=True)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         tail = detail.decode(errors="replace").strip().splitlines()[-3:] if isinstance(detail, bytes) else []
-        return None, f"could not install openenv, uvloop and httptools into {OPENENV_VENV}: {exc} {' '.join(tail)}"
+        return None, f"could not install {what}, uvloop and httptools into {venv}: {exc} {' '.join(tail)}"
     serving.touch()
     return python, ""
 
 
-def openenv_version(python: Path) -> str:
+def peer_version(python: Path, package: str) -> str:
     done = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('openenv'))"],
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
         capture_output=True,
         text=True,
     )
     return done.stdout.strip() or "?"
+
+
+def openenv_version(python: Path) -> str:
+    return peer_version(python, "openenv")
 
 
 # start, wait, stop ----------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from openenv_mcp import BackendUnavailable, ConfigError, EnvClient, Settings
+from openenv_mcp import ConfigError, EnvClient, Settings
 from openenv_mcp.app import build_runtime
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.servers.sql import environment
@@ -95,24 +96,37 @@ async def test_every_step_and_episode_is_recorded(store_url: str) -> None:
     assert all(s["tool_seconds"] > 0 and s["at"] >= one["created_at"] for s in steps)
 
 
+class DatabaseLock:
+    """Another connection holding the SQLite file's write lock: the writer's transactions wait until it is released."""
+
+    def __init__(self, url: str) -> None:
+        self.connection = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        self.connection.execute("BEGIN EXCLUSIVE")
+
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.connection.execute("ROLLBACK")
+            self.connection.close()
+
+
 @pytest.mark.anyio
 async def test_a_step_never_waits_for_the_database(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url)
+    recorder.batch_size = 1  # every step goes to the writer at once
     await runtime.start()
-    release = threading.Event()
-    write = recorder._store.write
-
-    def stuck_write(**batch: Any) -> None:
-        release.wait(30)
-        write(**batch)
-
-    recorder._store.write = stuck_write  # type: ignore[method-assign]
-    recorder.batch_size = 1  # wake the writer on every step
     episode = (await runtime.reset(task_id="sql-001")).episode_id
-    with anyio.fail_after(5):  # the database is stuck, yet every step returns at once
-        for _ in range(10):
-            await runtime.call("list_tables", {}, episode)
-    release.set()
+    lock = DatabaseLock(store_url)
+    try:
+        with anyio.fail_after(5):  # the database is stuck, yet every step returns at once
+            for _ in range(10):
+                await runtime.call("list_tables", {}, episode)
+        await anyio.sleep(0.2)
+        assert recorder.pending == 10
+    finally:
+        lock.release()
     await runtime.stop()
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 10}]
 
@@ -121,30 +135,27 @@ async def test_a_step_never_waits_for_the_database(store_url: str) -> None:
 async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
     await runtime.start()
-    release = threading.Event()
-    write = recorder._store.write
-
-    def stuck_write(**batch: Any) -> None:
-        release.wait(30)
-        write(**batch)
-
-    recorder._store.write = stuck_write  # type: ignore[method-assign]
     episode = (await runtime.reset(task_id="sql-001")).episode_id
-    for _ in range(4):
-        await runtime.call("list_tables", {}, episode)
-    finished: list[int] = []
+    lock = DatabaseLock(store_url)
+    try:
+        for _ in range(4):
+            await runtime.call("list_tables", {}, episode)
+        finished: list[int] = []
 
-    async def fifth() -> None:
-        finished.append((await runtime.call("list_tables", {}, episode)).episode.step_count)  # type: ignore[union-attr]
+        async def fifth() -> None:
+            outcome = await runtime.call("list_tables", {}, episode)
+            finished.append(outcome.episode.step_count)  # type: ignore[union-attr]
 
-    async with anyio.create_task_group() as steps:
-        steps.start_soon(fifth)
-        await anyio.sleep(0.1)  # the writer is stuck: the step cannot have been recorded, so it must still wait
-        assert finished == [] and recorder.pending == 4
-        release.set()
-        with anyio.fail_after(10):
-            while not finished:
-                await anyio.sleep(0.01)
+        async with anyio.create_task_group() as steps:
+            steps.start_soon(fifth)
+            await anyio.sleep(0.3)  # the writer is stuck: the step cannot have been recorded, so it must still wait
+            assert finished == [] and recorder.pending == 4
+            lock.release()
+            with anyio.fail_after(20):
+                while not finished:
+                    await anyio.sleep(0.01)
+    finally:
+        lock.release()
     await runtime.stop()
     assert finished == [5]
     assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"}' not in runtime.metrics.render().decode()
@@ -155,25 +166,20 @@ async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store
 async def test_a_full_queue_drops_steps_counts_them_and_marks_the_episode(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4, trajectories_wait=0)
     await runtime.start()
-    release = threading.Event()
-    write = recorder._store.write
-
-    def stuck_write(**batch: Any) -> None:
-        release.wait(30)
-        write(**batch)
-
-    recorder._store.write = stuck_write  # type: ignore[method-assign]
-    kept = (await runtime.reset(task_id="sql-001")).episode_id
-    for _ in range(4):
-        await runtime.call("list_tables", {}, kept)
-    lossy = (await runtime.reset(task_id="sql-002")).episode_id
-    for _ in range(3):
-        await runtime.call("list_tables", {}, lossy)
-    assert recorder.pending == 4
-    metrics = runtime.metrics.render().decode()
-    assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"} 3.0' in metrics
-    assert "openenv_trajectory_queue_steps 4.0" in metrics
-    release.set()
+    lock = DatabaseLock(store_url)
+    try:
+        kept = (await runtime.reset(task_id="sql-001")).episode_id
+        for _ in range(4):
+            await runtime.call("list_tables", {}, kept)
+        lossy = (await runtime.reset(task_id="sql-002")).episode_id
+        for _ in range(3):
+            await runtime.call("list_tables", {}, lossy)
+        assert recorder.pending == 4
+        metrics = runtime.metrics.render().decode()
+        assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"} 3.0' in metrics
+        assert "openenv_trajectory_queue_steps 4.0" in metrics
+    finally:
+        lock.release()
     await runtime.stop()
 
     by_id = {e["episode_id"]: e for e in rows(store_url, "SELECT * FROM trajectory_episodes")}
@@ -200,31 +206,67 @@ async def test_stop_writes_everything_still_queued(store_url: str) -> None:
     ]
 
 
+async def drained(recorder: TrajectoryRecorder) -> None:
+    with anyio.fail_after(20):
+        while recorder.pending:
+            await anyio.sleep(0.01)
+
+
 @pytest.mark.anyio
-async def test_a_refused_batch_is_retried_then_counted_as_lost(store_url: str) -> None:
+async def test_a_refused_batch_is_retried_then_counted_as_lost(
+    store_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
     runtime, recorder = sim_runtime(store_url)
     recorder.retry_delay = 0.0
-    recorder.flush_interval = 3600  # the writer wakes only when told to
+    recorder.batch_size = 1  # every step goes to the writer at once
     await runtime.start()
-    write = recorder._store.write
-    failures = iter([True, True, False, True, True, True])
-
-    def flaky_write(**batch: Any) -> None:
-        if next(failures):
-            raise BackendUnavailable("The trajectory store refused a write: disk I/O error")
-        write(**batch)
-
-    recorder._store.write = flaky_write  # type: ignore[method-assign]
     episode = (await runtime.reset(task_id="sql-001")).episode_id
     await runtime.call("list_tables", {}, episode)
-    recorder._wake.set()
-    with anyio.fail_after(10):
-        while recorder.pending:  # written on the third attempt
-            await anyio.sleep(0.01)
+    await drained(recorder)
+    refusing = sqlite3.connect(store_url.removeprefix("sqlite:///"))
+    with refusing:  # the database now refuses every step
+        refusing.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON trajectory_steps BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
+        )
     await runtime.call("list_tables", {}, episode)
-    await runtime.stop()  # this batch is refused three times
-    assert 'reason="write_failed"} 1.0' in runtime.metrics.render().decode()
-    assert rows(store_url, "SELECT step FROM trajectory_steps") == [{"step": 1}]
+    await drained(recorder)  # refused three times, then answered for as lost
+    with refusing:
+        refusing.execute("DROP TRIGGER refuse")
+    refusing.close()
+    await runtime.call("list_tables", {}, episode)
+    await runtime.stop()
+    metrics = runtime.metrics.render().decode()
+    assert 'reason="write_failed"} 1.0' in metrics and "openenv_trajectory_steps_written_total 2.0" in metrics
+    assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": 1}, {"step": 3}]
+    assert "disk I/O error (tried 3 times); 1 steps lost" in capfd.readouterr().err  # the writer's log
+
+
+@pytest.mark.anyio
+async def test_the_writer_is_a_process_of_its_own_that_stop_ends(store_url: str) -> None:
+    runtime, recorder = sim_runtime(store_url)
+    await runtime.start()
+    pid = recorder.writer_pid
+    assert pid is not None and pid != os.getpid()
+    assert "openenv_mcp.trajectories.writer" in Path(f"/proc/{pid}/cmdline").read_text()
+    episode = (await runtime.reset(task_id="sql-001")).episode_id
+    await runtime.call("list_tables", {}, episode)
+    await runtime.stop()
+    assert recorder.writer_pid is None and not Path(f"/proc/{pid}").exists()  # exited and reaped
+    assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 1}]
+
+
+@pytest.mark.anyio
+async def test_a_writer_that_dies_is_counted_and_recording_stops_without_stalling_steps(store_url: str) -> None:
+    runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
+    await runtime.start()
+    assert recorder.writer_pid is not None
+    os.kill(recorder.writer_pid, signal.SIGKILL)
+    episode = (await runtime.reset(task_id="sql-001")).episode_id
+    with anyio.fail_after(10):  # more steps than the queue holds: none waits on a writer that is gone
+        for _ in range(8):
+            await runtime.call("list_tables", {}, episode)
+    await runtime.stop()
+    assert 'reason="write_failed"}' in runtime.metrics.render().decode()
 
 
 def test_recording_is_off_in_prod_or_when_asked(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -395,6 +437,51 @@ def test_serve_records_every_step_and_loses_nothing_on_sigterm(tmp_path: Path) -
     assert len(records) == 6
     assert [len(r["rewards"]) for r in records] == [3, 3, 3, 3, 3, 1]
     assert all(r["done"] for r in records[:5]) and not records[5]["done"]
+
+
+def writer_of(server_pid: int) -> int:
+    """The trajectory writer process a server started."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat, cmdline = (entry / "stat").read_text(), (entry / "cmdline").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == server_pid and "trajectories.writer" in cmdline:
+                return int(entry.name)
+    raise AssertionError(f"no trajectory writer under process {server_pid}")
+
+
+def test_a_killed_server_leaves_no_writer_behind_and_what_it_sent_is_stored(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    port = free_port()
+    process = subprocess.Popen(
+        [*CLI, "serve", "sql", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OPENENV_TRAJECTORIES": url, "MODE": "sim"},
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        writer = writer_of(process.pid)
+        with EnvClient(f"http://127.0.0.1:{port}") as env:
+            env.reset(seed=1)
+            for _ in range(3):
+                env.step("list_tables")
+        deadline = time.monotonic() + 20  # sent every half second, then written
+        while rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") != [{"n": 3}] and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        process.kill()  # no shutdown at all: the writer's input ends
+        process.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{writer}").exists() and time.monotonic() < deadline:
+        state = Path(f"/proc/{writer}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        if state == "Z":  # exited; its parent (init, here a reaper) has yet to collect it
+            break
+        time.sleep(0.05)
+    else:
+        assert not Path(f"/proc/{writer}").exists(), "the writer outlived its server"
+    assert rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 3}]
 
 
 def test_captured_turns_join_their_episode_in_a_store_made_before_turns_existed(recorded: str) -> None:

@@ -7,7 +7,7 @@
     trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
                          (written by the policy's side, joined to its episode by server and episode id)
 
-The store is synchronous: the recorder calls it from its writer thread, the exporter from the
+The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
 There are no foreign keys on purpose: a batch the database refused must not make later batches
 fail; the exporter skips episodes with missing steps instead.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -56,7 +56,7 @@ from sqlalchemy.pool import StaticPool
 from openenv_mcp.errors import BackendUnavailable, ConfigError
 from openenv_mcp.trajectories.export import EpisodeFilter
 
-__all__ = ["StoredEpisode", "TrajectoryStore", "engine_url", "toolset_id"]
+__all__ = ["STEP_COLUMNS", "StoredEpisode", "TrajectoryStore", "engine_url", "json_text", "step_values", "toolset_id"]
 
 metadata = MetaData()
 
@@ -124,7 +124,7 @@ turns = Table(
     Column("at", Float, nullable=False),
 )
 
-_STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")
+STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")
 _PROGRESS = ("step_count", "total_reward", "done")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
@@ -161,7 +161,7 @@ class TrajectoryStore:
         self.url = url
         try:
             parsed = make_url(engine_url(url))
-            options: dict[str, Any] = {"json_serializer": _json}
+            options: dict[str, Any] = {"json_serializer": json_text}
             if parsed.get_backend_name() == "sqlite":
                 options["connect_args"] = {"timeout": 30, "check_same_thread": False}
                 if parsed.database in (None, "", ":memory:"):
@@ -250,7 +250,29 @@ class TrajectoryStore:
         marked: Sequence[Mapping[str, Any]] = (),
         closed: Sequence[Mapping[str, Any]] = (),
     ) -> None:
+        """Write one batch of rows as mappings (see :meth:`write_values`)."""
+        self.write_values(
+            opened=opened,
+            stepped=[step_values(row) for row in stepped],
+            progress=[(row["step_count"], row["total_reward"], row["done"], row["id"]) for row in progress],
+            marked=marked,
+            closed=closed,
+        )
+
+    def write_values(
+        self,
+        *,
+        opened: Sequence[Mapping[str, Any]] = (),
+        stepped: Sequence[Sequence[Any]] = (),
+        progress: Sequence[Sequence[Any]] = (),
+        marked: Sequence[Mapping[str, Any]] = (),
+        closed: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         """Write one batch in one transaction: new episodes, their steps, running totals, drop marks, closes.
+
+        ``stepped`` holds each step as one tuple in ``STEP_COLUMNS`` order, its JSON columns already JSON text
+        (:func:`step_values`); ``progress`` each episode's running totals as ``(step_count, total_reward, done,
+        id)``. That is the recorder's wire format: plain values that pickle and cross a pipe cheaply.
 
         Raises:
             BackendUnavailable: the database refused the batch (nothing of it was written).
@@ -260,33 +282,29 @@ class TrajectoryStore:
                 if opened:
                     conn.execute(insert(episodes), list(opened))
                 if self._direct:
-                    # Every step, and each episode's running totals, are rows of plain values: handed to the
-                    # driver's executemany as tuples they cost a fifth of SQLAlchemy's per-row parameter
-                    # processing. The JSON columns get the same serializer, None included (JSON null, as the
-                    # JSON type stores it), so the rows read back exactly alike.
+                    # Steps and running totals go straight to the driver's executemany as tuples: they cost a
+                    # fifth of SQLAlchemy's per-row parameter processing.
                     if stepped:
-                        conn.exec_driver_sql(_INSERT_STEP, [_step_values(row) for row in stepped])
+                        conn.exec_driver_sql(_INSERT_STEP, list(stepped))
                     if progress:
-                        conn.exec_driver_sql(
-                            _UPDATE_PROGRESS,
-                            [(row["step_count"], row["total_reward"], row["done"], row["id"]) for row in progress],
-                        )
+                        conn.exec_driver_sql(_UPDATE_PROGRESS, list(progress))
                     direct: tuple[tuple[Sequence[Mapping[str, Any]], tuple[str, ...]], ...] = (
                         (marked, _MARKED),
                         (closed, _CLOSE),
                     )
                 else:
-                    if stepped:
-                        conn.execute(insert(steps), list(stepped))
-                    direct = ((progress, _PROGRESS), (marked, _MARKED), (closed, _CLOSE))
-                for rows, names in direct:
-                    if rows:
+                    if stepped:  # through the JSON type, which serialises the decoded values back alike
+                        conn.execute(insert(steps), [_step_row(values) for values in stepped])
+                    rows = [dict(zip((*_PROGRESS, "id"), values, strict=True)) for values in progress]
+                    direct = ((rows, _PROGRESS), (marked, _MARKED), (closed, _CLOSE))
+                for rows_, names in direct:
+                    if rows_:
                         statement = (
                             update(episodes)
                             .where(episodes.c.id == bindparam("b_id"))
                             .values({name: bindparam(f"b_{name}") for name in names})
                         )
-                        conn.execute(statement, [{f"b_{k}": v for k, v in row.items()} for row in rows])
+                        conn.execute(statement, [{f"b_{k}": v for k, v in row.items()} for row in rows_])
         except SQLAlchemyError as exc:
             raise BackendUnavailable(
                 f"The trajectory store {self.url!r} refused a write: {exc.__class__.__name__}: "
@@ -402,28 +420,41 @@ class TrajectoryStore:
         self.engine.dispose()
 
 
-_INSERT_STEP = f"INSERT INTO {steps.name} ({', '.join(_STEP_COLUMNS)}) VALUES ({', '.join('?' * len(_STEP_COLUMNS))})"
+_INSERT_STEP = f"INSERT INTO {steps.name} ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 _UPDATE_PROGRESS = f"UPDATE {episodes.name} SET {', '.join(f'{name} = ?' for name in _PROGRESS)} WHERE id = ?"
 
 
-def _step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:  # in _STEP_COLUMNS' order (a test checks it)
+def step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A step row as :meth:`TrajectoryStore.write_values` takes it: ``STEP_COLUMNS``' order, JSON columns as text."""
     return (
         row["trajectory_id"],
         row["step"],
         row["tool"],
-        _json(row["arguments"]),
-        _json(row["content"]),
-        _json(row["structured_content"]),
+        json_text(row["arguments"]),
+        json_text(row["content"]),
+        json_text(row["structured_content"]),
         row["is_error"],
         row["reward"],
         row["done"],
         row["tool_seconds"],
         row["at"],
-        _json(row.get("scores")),
+        json_text(row["scores"]),
     )
 
 
-def _json(value: Any) -> str:
+_JSON_COLUMNS = frozenset(column.name for column in steps.columns if isinstance(column.type, JSON))
+
+
+def _step_row(values: Sequence[Any]) -> dict[str, Any]:
+    """A step tuple back as a mapping of decoded values (for the JSON type of databases other than SQLite)."""
+    return {
+        name: from_json(value) if name in _JSON_COLUMNS else value
+        for name, value in zip(STEP_COLUMNS, values, strict=True)
+    }
+
+
+def json_text(value: Any) -> str:
+    """``value`` as the JSON text a JSON column holds (``None`` is JSON null, as the JSON type stores it)."""
     # pydantic-core: several times faster than json.dumps, and it takes models, dates and decimals as they are
     return to_json(value, fallback=repr).decode()
 
