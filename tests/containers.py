@@ -167,10 +167,15 @@ def stack_up(engine: Engine, mode: str, extra: dict[str, str], services: list[st
     runner = ComposeRunner(file, project=project, environment=env, quiet=True)
     engine_for_stack = Engine(env=env, socket=engine.socket)
     try:
-        # Up through the project's own CLI, with every server's /readyz within 60 s.
-        done = engine_for_stack.cli(
-            "compose", "up", "--mode", mode, "--project", project, "--timeout", "60", *services, timeout=300
-        )
+        # Up through the project's own CLI, with every server's /readyz within 60 s. The engine picks the host
+        # ports; one it picked can be taken by another socket of this busy machine before it binds: then again.
+        for attempt in range(3):
+            done = engine_for_stack.cli(
+                "compose", "up", "--mode", mode, "--project", project, "--timeout", "60", *services, timeout=300
+            )
+            if done.returncode == 0 or "address already in use" not in done.stderr or attempt == 2:
+                break
+            engine_for_stack.cli("compose", "down", "--mode", mode, "--project", project, timeout=300)
         if done.returncode != 0:
             logs = runner.run("logs", "--tail", "30", capture=True).stdout[-4000:]
             pytest.fail(f"openenv-mcp compose up --mode {mode} failed: {done.stderr[-3000:]}\n{logs}")
