@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,20 +199,25 @@ class _RayPoolMixin:
 
     _actors: _Actors
     _owns_ray: bool
+    _book: Any  # the EnvPool's or AsyncEnvPool's, like _setup: the twins' shared parts come from there
+    _setup: Callable[..., None]
 
-    def _start_actors(
+    def __init__(
         self,
         server: str,
-        replicas: int,
         *,
-        mode: Mode,
-        environment: Mapping[str, str] | None,
-        token: str | None,
-        options: Mapping[str, Any] | None,
-        address: str | None,
-        startup_timeout: float,
-        log_level: str,
+        replicas: int = 2,
+        mode: Mode = "sim",
+        environment: Mapping[str, str] | None = None,
+        token: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        address: str | None = None,
+        timeout: float = 30.0,
+        retry_after: float = 30.0,
+        startup_timeout: float = 120.0,
+        log_level: str = "warning",
     ) -> None:
+        self._setup(timeout=timeout, retry_after=retry_after, token=token)
         if replicas < 1:
             raise ConfigError(f"RayPool needs at least one replica, not {replicas}")
         self._owns_ray = not ray.is_initialized()
@@ -222,6 +227,14 @@ class _RayPoolMixin:
             server, replicas, mode=mode, environment=environment or {}, token=token, options=options or {},
             startup_timeout=startup_timeout, log_level=log_level,
         )  # fmt: skip
+
+    def _urls(self) -> list[str]:
+        urls = self._actors.refresh()
+        self._book.names = self._actors.names()
+        return urls
+
+    def _lost(self, url: str) -> None:
+        self._actors.lost(url)
 
     def placements(self) -> dict[str, Placement]:
         """Where each replica serves (its Ray node, actor and process), by replica URL."""
@@ -252,35 +265,6 @@ class RayPool(_RayPoolMixin, EnvPool):
         log_level: The servers' log level (their logs are the actors', in Ray's worker logs).
     """
 
-    def __init__(
-        self,
-        server: str,
-        *,
-        replicas: int = 2,
-        mode: Mode = "sim",
-        environment: Mapping[str, str] | None = None,
-        token: str | None = None,
-        options: Mapping[str, Any] | None = None,
-        address: str | None = None,
-        timeout: float = 30.0,
-        retry_after: float = 30.0,
-        startup_timeout: float = 120.0,
-        log_level: str = "warning",
-    ) -> None:
-        self._setup(timeout=timeout, retry_after=retry_after, token=token)
-        self._start_actors(
-            server, replicas, mode=mode, environment=environment, token=token, options=options, address=address,
-            startup_timeout=startup_timeout, log_level=log_level,
-        )  # fmt: skip
-
-    def _urls(self) -> list[str]:
-        urls = self._actors.refresh()
-        self._book.names = self._actors.names()
-        return urls
-
-    def _lost(self, url: str) -> None:
-        self._actors.lost(url)
-
     def _ready(self) -> None:
         if not self._resolved:
             self.refresh()
@@ -308,35 +292,6 @@ class RayPool(_RayPoolMixin, EnvPool):
 
 class AsyncRayPool(_RayPoolMixin, AsyncEnvPool):
     """The async twin of :class:`RayPool` (same arguments; ``await`` every call, ``aclose()``)."""
-
-    def __init__(
-        self,
-        server: str,
-        *,
-        replicas: int = 2,
-        mode: Mode = "sim",
-        environment: Mapping[str, str] | None = None,
-        token: str | None = None,
-        options: Mapping[str, Any] | None = None,
-        address: str | None = None,
-        timeout: float = 30.0,
-        retry_after: float = 30.0,
-        startup_timeout: float = 120.0,
-        log_level: str = "warning",
-    ) -> None:
-        self._setup(timeout=timeout, retry_after=retry_after, token=token)
-        self._start_actors(
-            server, replicas, mode=mode, environment=environment, token=token, options=options, address=address,
-            startup_timeout=startup_timeout, log_level=log_level,
-        )  # fmt: skip
-
-    def _urls(self) -> list[str]:
-        urls = self._actors.refresh()
-        self._book.names = self._actors.names()
-        return urls
-
-    def _lost(self, url: str) -> None:
-        self._actors.lost(url)
 
     async def _ready(self) -> None:
         if not self._resolved:
