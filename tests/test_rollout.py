@@ -303,7 +303,7 @@ def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_pa
     assert summary_line(done.stdout, "mean steps") == "3.00"  # the sql environment's three examples
     records = list(iter_records(store))  # the server stopped cleanly: everything was written
     assert len(records) == 5 and all(len(r["rewards"]) == 3 for r in records)
-    assert [r["seed"] for r in records] == [0, 1, 2, 3, 4]
+    assert sorted(r["seed"] for r in records) == [0, 1, 2, 3, 4]  # episodes run two at a time: any order
 
 
 def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(tmp_path: Path) -> None:
@@ -321,7 +321,7 @@ def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(t
         [*CLI, "trajectories", "export", "--url", store], capture_output=True, text=True, timeout=60, check=True
     )
     records = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert [r["seed"] for r in records] == [10, 11, 12]
+    assert sorted(r["seed"] for r in records) == [10, 11, 12]  # two at a time: any order
     answered = {json.dumps(c["prompt_ids"]): c for c in scripted.captured}
     for record in records:
         turns = record["turns"]
