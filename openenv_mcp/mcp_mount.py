@@ -84,9 +84,12 @@ class McpMount:
         """``ok`` once the door serves, else why not (for ``/readyz``)."""
         if self._app is not None:
             return "ok"
-        if self._ready is not None and not self._ready.is_set():
-            return "starting: the MCP door is loading"
-        return self._why()
+        return "starting: the MCP door is loading" if self.loading else self._why()
+
+    @property
+    def loading(self) -> bool:
+        """The door is being built (the lifespan started it and it has neither come up nor failed yet)."""
+        return self._ready is not None and not self._ready.is_set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._app

@@ -56,7 +56,7 @@ def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveSer
             raise RuntimeError("uvicorn did not start within 20 s")
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    while app.state.mcp.state().startswith("starting"):  # the MCP door loads once serving (as a client waits)
+    while app.state.mcp.loading:  # the MCP door loads once serving (a client waits for it too)
         if time.monotonic() > deadline + 30:
             raise RuntimeError("the MCP door did not come up within 30 s of start-up")
         time.sleep(0.01)
