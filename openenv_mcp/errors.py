@@ -37,6 +37,7 @@ __all__ = [
     "BackendUnavailable",
     "CapacityExceeded",
     "ConfigError",
+    "EnvironmentCrashed",
     "EpisodeError",
     "EpisodeFinished",
     "EpisodeNotFound",
@@ -107,6 +108,17 @@ class JudgeUnavailable(BackendUnavailable):
 
     code = "judge_unavailable"
     status = 503
+
+
+class EnvironmentCrashed(OpenEnvError):
+    """The environment's own code (a tool, its grader, its sim backend) raised something unexpected: a bug.
+
+    The server logs the traceback and answers this on every door (a JSON 500 over HTTP, an error frame on
+    ``/ws``, a tool error over MCP), so the connection and every other episode go on; the step does not count.
+    """
+
+    code = "environment_crashed"
+    status = 500
 
 
 class EpisodeError(OpenEnvError):

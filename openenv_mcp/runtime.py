@@ -20,6 +20,7 @@ from openenv_mcp.environment import Environment
 from openenv_mcp.episodes import Episode, EpisodeTable, LoggedStep, observation_digest
 from openenv_mcp.errors import (
     BackendUnavailable,
+    EnvironmentCrashed,
     EpisodeError,
     EpisodeFinished,
     GradePending,
@@ -233,7 +234,17 @@ class Runtime:
         self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
     ) -> Episode:
         async def build() -> Any:
-            return await self.env.sim_backend(task, seed, self.server_settings)
+            try:
+                return await self.env.sim_backend(task, seed, self.server_settings)
+            except OpenEnvError:
+                raise
+            except Exception as exc:  # a bug in the environment's code, answered like a crashed tool
+                log.exception("The sim backend of task %r (seed %d) raised while opening", task.id, seed)
+                raise EnvironmentCrashed(
+                    f"The sim backend of task {task.id!r} (seed {seed}) crashed while opening "
+                    f"({type(exc).__name__}: {exc}); no episode was opened. This is a bug in the environment: "
+                    "its traceback is in the server's log"
+                ) from exc
 
         limit = max_steps if max_steps is not None else self.max_steps
         return await self.episodes.open(task, seed, build, max_steps=limit, episode_id=episode_id)
@@ -455,6 +466,12 @@ class Runtime:
         except OpenEnvError as exc:
             outcome = exc.code
             raise
+        except Exception as exc:  # a bug in the environment's code: one clear error, the connection goes on
+            log.exception("Tool %r raised inside the server", tool)
+            raise EnvironmentCrashed(
+                f"Tool {tool!r} crashed inside the server ({type(exc).__name__}: {exc}); the step does not count. "
+                "This is a bug in the environment: its traceback is in the server's log"
+            ) from exc
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 

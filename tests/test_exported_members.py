@@ -12,6 +12,7 @@ def test_public_api_is_pinned() -> None:
         "ConfigError",
         "EnvClient",
         "Environment",
+        "EnvironmentCrashed",
         "EpisodeError",
         "EpisodeFinished",
         "EpisodeNotFound",

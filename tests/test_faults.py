@@ -11,6 +11,8 @@
   file handle behind; the WebSocket door closes the connection's episodes, and an HTTP episode whose client
   vanished stays until the idle reaper frees it.
 - A backend that fails to close does not stop the reaper.
+- An environment whose code raises (a bug in a tool, or in its sim backend) gets one clear error at every door:
+  the HTTP connection is kept, the WebSocket goes on, a batch answers its other steps, MCP gets a tool error.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ import httpx
 import psycopg
 import pytest
 from aiosmtpd.controller import Controller
+from pydantic_settings import BaseSettings
 from websockets.sync.client import connect
 
+from openenv_mcp import BoundCall, Environment, Grade, Observation, TaskSet, Toolbox
 from openenv_mcp.episodes import EpisodeTable
 from openenv_mcp.servers.email import environment as email_environment
 from openenv_mcp.servers.search import environment as search_environment
@@ -44,7 +48,7 @@ from openenv_mcp.servers.sql.load import load
 from openenv_mcp.tasks import Task
 from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
 from tests.pg_cluster import PgCluster, pg_cluster
-from tests.support import LiveServer, live_server, record, wait_for
+from tests.support import LiveServer, live_server, mcp_call, record, wait_for
 
 READER = "reader"
 SLEEPING = "SELECT pg_sleep(30)"
@@ -433,3 +437,104 @@ async def test_a_backend_that_fails_to_close_does_not_stop_the_reaper(caplog: py
 
 async def _ready(backend: _Backend) -> _Backend:
     return backend
+
+
+# an environment with bugs: a tool that raises on demand, a sim backend that cannot open on seed 13 ------------
+
+
+class _BuggyBackend:
+    @classmethod
+    async def open(cls, task: Task, seed: int, settings: Any) -> _BuggyBackend:
+        if seed == 13:
+            raise KeyError("seed 13")
+        return cls()
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+_buggy_tools: Toolbox[_BuggyBackend] = Toolbox("buggy")
+
+
+@_buggy_tools.tool
+async def poke(backend: _BuggyBackend, crash: bool = False) -> str:
+    """Poke the backend; with crash, the tool has a bug."""
+    if crash:
+        raise ZeroDivisionError("division by zero")
+    return "ok"
+
+
+async def _grade_buggy(task: Task, backend: _BuggyBackend, call: BoundCall, observation: Observation) -> Grade:
+    return Grade(reward=0.5, done=False)
+
+
+async def _no_prod(settings: Any) -> _BuggyBackend:
+    raise NotImplementedError
+
+
+buggy: Environment[_BuggyBackend, Task] = Environment(
+    name="buggy",
+    description="A tool and a sim backend with bugs.",
+    tools=_buggy_tools,
+    tasks=lambda: TaskSet([Task(id="poke", split="train", prompt="Poke it.")]),
+    settings=BaseSettings,
+    sim_backend=_BuggyBackend.open,
+    prod_backend=_no_prod,
+    grade=_grade_buggy,
+)
+
+CRASHED = "Tool 'poke' crashed inside the server (ZeroDivisionError: division by zero); the step does not count"
+
+
+def test_a_bug_in_an_environment_is_one_clear_error_at_every_door_and_the_server_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with live_server(buggy, mode="sim", max_episodes=2) as server, httpx.Client(base_url=server.url) as http:
+        sockets: set[Any] = set()
+        http.event_hooks["response"] = [lambda r: sockets.add(r.extensions["network_stream"].get_extra_info("socket"))]
+        episode = http.post("/reset", json={"seed": 1}).json()["episode_id"]
+        header = {"X-Episode-Id": episode}
+        crashed = http.post("/step", headers=header, json={"action": {"tool": "poke", "arguments": {"crash": True}}})
+        assert crashed.status_code == 500 and crashed.headers.get("connection") != "close"
+        assert crashed.json()["error"]["code"] == "environment_crashed"
+        assert crashed.json()["error"]["message"].startswith(CRASHED)
+        ok = http.post("/step", headers=header, json={"action": {"tool": "poke", "arguments": {}}})
+        assert ok.status_code == 200 and ok.json()["info"]["step_count"] == 1  # the crashed step did not count
+        assert len(sockets) == 1  # the same connection served the call after the crash
+
+        # a sim backend that cannot open: no episode, and its slot is free again (the cap is 2)
+        refused = http.post("/reset", json={"seed": 13})
+        assert refused.status_code == 500 and refused.json()["error"]["code"] == "environment_crashed"
+        assert "The sim backend of task 'poke' (seed 13) crashed while opening (KeyError: 'seed 13')" in refused.text
+        other = http.post("/reset", json={"seed": 2}).json()["episode_id"]
+
+        batch = http.post(
+            "/step_batch",
+            json={
+                "steps": [
+                    {"episode_id": episode, "action": {"tool": "poke", "arguments": {"crash": True}}},
+                    {"episode_id": other, "action": {"tool": "poke", "arguments": {}}},
+                ]
+            },
+        ).json()
+        assert [(item["ok"], item["status"]) for item in batch["results"]] == [(False, 500), (True, 200)]
+        assert batch["results"][0]["error"]["message"].startswith(CRASHED)
+
+        assert http.delete(f"/episodes/{other}").status_code == 200  # a place for the WebSocket's episode
+        with connect(server.url.replace("http://", "ws://") + "/ws") as ws:
+            ws.send(json.dumps({"op": "reset", "seed": 3}))
+            assert json.loads(ws.recv())["ok"]
+            ws.send(json.dumps({"op": "step", "action": {"tool": "poke", "arguments": {"crash": True}}}))
+            answer = json.loads(ws.recv())
+            assert (answer["ok"], answer["status"], answer["error"]["code"]) == (False, 500, "environment_crashed")
+            ws.send(json.dumps({"op": "step", "action": {"tool": "poke", "arguments": {}}}))
+            assert json.loads(ws.recv())["result"]["info"]["step_count"] == 1
+
+    with live_server(buggy, mode="sim") as server:
+        answer = mcp_call(server, "poke", {"crash": True})
+        assert answer["error"] and answer["text"].startswith(CRASHED)
+        assert mcp_call(server, "poke", {})["data"] == {"result": "ok"}
+    assert "Tool 'poke' raised inside the server" in caplog.text and "ZeroDivisionError" in caplog.text

@@ -228,10 +228,11 @@ async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
     with live_server(flaky, mode="sim") as server:
         summary = await run_rollouts(server.url, scripted_policy(flaky.examples), episodes=6, concurrency=3)
     assert [r.seed for r in summary.errors] == [2]
-    assert "HTTP 500" in (summary.errors[0].error or "")
+    crashed = "EnvironmentCrashed: Tool 'poke' crashed inside the server (RuntimeError: the backend of seed 2 is"
+    assert (summary.errors[0].error or "").startswith(crashed)
     assert [r.reward for r in summary.results if r.error is None] == [1.0] * 5
     table = summary.render()
-    assert "6 (5 ok, 1 errors)" in table and "1 x OpenEnvError: HTTP 500" in table and "(seeds 2)" in table
+    assert "6 (5 ok, 1 errors)" in table and f"1 x {crashed}" in table and "(seeds 2)" in table
 
 
 async def test_discover_lists_the_tools_an_mcp_agent_sees(sql_server: LiveServer) -> None:

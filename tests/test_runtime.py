@@ -8,7 +8,17 @@ from typing import Any
 import pytest
 from pydantic_settings import BaseSettings
 
-from openenv_mcp import Environment, EpisodeNotFound, Grade, ModeError, Settings, Task, TaskSet, Toolbox
+from openenv_mcp import (
+    Environment,
+    EnvironmentCrashed,
+    EpisodeNotFound,
+    Grade,
+    ModeError,
+    Settings,
+    Task,
+    TaskSet,
+    Toolbox,
+)
 from openenv_mcp.app import build_runtime
 from openenv_mcp.servers.sql import environment
 
@@ -169,8 +179,9 @@ async def test_a_crashing_tool_is_counted_as_crashed_not_ok() -> None:
     runtime = build_runtime(GATED, Settings(mode="sim"))
     await runtime.start()
     episode_id = (await runtime.reset()).episode_id
-    with pytest.raises(RuntimeError, match="a bug"):
+    with pytest.raises(EnvironmentCrashed, match="Tool 'crash' crashed inside the server") as raised:
         await runtime.call("crash", {}, episode_id)
+    assert isinstance(raised.value.__cause__, RuntimeError) and "a bug" in str(raised.value.__cause__)
     await runtime.stop()
     text = runtime.metrics.render().decode()
     assert 'openenv_tool_calls_total{outcome="crashed",tool="crash"} 1.0' in text
