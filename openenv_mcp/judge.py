@@ -3,8 +3,11 @@
 The judge renders its prompt template with the step (``{prompt}`` the task's prompt, ``{tool}``,
 ``{arguments}`` and ``{structured}`` as JSON, ``{observation}`` the result's text, plus what ``inputs``
 returns), asks the model for a JSON verdict ``{"score": <number in scale>, "reason": "..."}``, checks it, and
-reports the score scaled to 0..1. Verdicts are cached by their input (model, messages, temperature): in process
-(an LRU) and, when ``JUDGE_CACHE_DIR`` is set, on disk, so a replayed or forked episode asks no twice.
+reports the score scaled to 0..1; the verdict's reason is reported beside the scores (``info["reasons"]`` on a
+step, ``_meta["openenv-mcp/reasons"]`` over MCP). Verdicts are cached by their input (model, messages,
+temperature): in process (an LRU) and, when ``JUDGE_CACHE_DIR`` is set, on disk, so a replayed or forked episode
+asks no twice; identical questions asked at the same time share one request. The server's ``/metrics`` counts
+verdicts by judge and how they were got (``openenv_judge_verdicts_total``) and times the requests.
 
 A judge that fails (no answer within the timeout, an HTTP error, an answer that is not a verdict) is retried
 with exponential backoff, then raises :class:`~openenv_mcp.errors.JudgeUnavailable` naming the endpoint; never
@@ -15,11 +18,13 @@ a silent 0. Its endpoint comes from the environment's settings, whose class mixe
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
 import math
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -84,7 +89,18 @@ class LLMJudge(Component):
         max_tokens: Answer length asked of the model.
     """
 
-    __slots__ = ("_cache", "config", "inputs", "max_tokens", "prompt", "scale", "temperature")
+    __slots__ = (
+        "_cache",
+        "_inflight",
+        "config",
+        "inputs",
+        "max_tokens",
+        "prompt",
+        "scale",
+        "seconds",
+        "temperature",
+        "verdicts",
+    )
 
     def __init__(
         self,
@@ -107,6 +123,11 @@ class LLMJudge(Component):
         self.temperature, self.max_tokens = temperature, max_tokens
         self.config: JudgeSettings | None = None
         self._cache: OrderedDict[str, Verdict] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Verdict]] = {}
+        # verdicts by how they were got: answered (asked the model), cached, joined (shared a request in flight),
+        # failed; and the requests' [count, seconds] (one verdict each, retries included)
+        self.verdicts: dict[str, int] = dict.fromkeys(("answered", "cached", "joined", "failed"), 0)
+        self.seconds = [0, 0.0]
 
     def bind(self, settings: Any) -> LLMJudge:
         """A copy asking the endpoint in ``settings`` (an instance of a :class:`JudgeSettings` subclass)."""
@@ -170,11 +191,13 @@ class LLMJudge(Component):
 
     async def score(self, scoring: Scoring) -> float:
         verdict = await self.verdict(self.messages(scoring))
+        scoring.reasons[self.name] = verdict.reason
         low, high = self.scale
         return (verdict.score - low) / (high - low)
 
     async def verdict(self, messages: list[dict[str, str]]) -> Verdict:
-        """The model's checked verdict on ``messages``: from the cache, or asked (with retries)."""
+        """The model's checked verdict on ``messages``: from the cache, from the same question in flight, or asked
+        (with retries)."""
         config = self._config()
         body = {
             "model": config.judge_model,
@@ -185,10 +208,35 @@ class LLMJudge(Component):
         key = hashlib.sha256(json.dumps([body, self.scale], sort_keys=True).encode()).hexdigest()
         cached = self._cached(key, config)
         if cached is not None:
+            self.verdicts["cached"] += 1
             return cached
-        verdict = await self._ask(body, config)
+        asking = self._inflight.get(key)
+        if asking is not None:
+            self.verdicts["joined"] += 1
+        else:
+            asking = self._inflight[key] = asyncio.ensure_future(self._answer(key, body, config))
+            asking.add_done_callback(functools.partial(self._landed, key))
+        # shielded: a step whose client went away does not cancel the request the others wait for
+        return await asyncio.shield(asking)
+
+    async def _answer(self, key: str, body: dict[str, Any], config: JudgeSettings) -> Verdict:
+        started = time.perf_counter()
+        try:
+            verdict = await self._ask(body, config)
+        except JudgeUnavailable:
+            self.verdicts["failed"] += 1
+            raise
+        finally:
+            self.seconds[0] += 1
+            self.seconds[1] += time.perf_counter() - started
+        self.verdicts["answered"] += 1
         self._store(key, verdict, config)
         return verdict
+
+    def _landed(self, key: str, asking: asyncio.Future[Verdict]) -> None:
+        self._inflight.pop(key, None)
+        if not asking.cancelled():
+            asking.exception()  # retrieved here, so a failure nobody waits for any more is not logged at exit
 
     def _cached(self, key: str, config: JudgeSettings) -> Verdict | None:
         found = self._cache.get(key)

@@ -8,7 +8,7 @@ In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or b
 without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
 The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
 ``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``, and ``openenv-mcp/scores`` (the reward's named
-parts) when the grade has them (``docs/rewards.md``).
+parts) and ``openenv-mcp/reasons`` (an LLM judge's reason) when the grade has them (``docs/rewards.md``).
 
 In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
 episode of that task and binds it to the MCP session, so the session's later calls without an
@@ -143,6 +143,8 @@ class McpDoor:
             }
             if outcome.scores is not None:
                 meta[f"{META_PREFIX}scores"] = dict(outcome.scores)
+            if outcome.reasons is not None:
+                meta[f"{META_PREFIX}reasons"] = dict(outcome.reasons)
         return _to_mcp(outcome.observation, meta)
 
     def http_routes(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import prometheus_client.metrics
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -12,6 +13,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from openenv_mcp.judge import LLMJudge
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -73,6 +77,27 @@ class _ToolCalls(Collector):
         yield seconds
 
 
+class _Judges(Collector):
+    """``openenv_judge_verdicts`` (labels judge, source: answered, cached, joined, failed) and
+    ``openenv_judge_request_seconds`` (label judge) of a rubric's LLM judges, read from their own counts at scrape."""
+
+    def __init__(self, server: str, judges: Sequence[LLMJudge]) -> None:
+        self._server, self._judges = server, judges
+
+    def collect(self) -> Iterator[Metric]:
+        verdicts = Metric("openenv_judge_verdicts", "LLM judge verdicts, by judge and how they were got", "counter")
+        seconds = Metric("openenv_judge_request_seconds", "LLM judge requests (retries included)", "summary")
+        for judge in self._judges:
+            for source, count in judge.verdicts.items():
+                labels = {"server": self._server, "judge": judge.name, "source": source}
+                verdicts.add_sample("openenv_judge_verdicts_total", labels, float(count))
+            labels = {"server": self._server, "judge": judge.name}
+            seconds.add_sample("openenv_judge_request_seconds_count", labels, float(judge.seconds[0]))
+            seconds.add_sample("openenv_judge_request_seconds_sum", dict(labels), float(judge.seconds[1]))
+        yield verdicts
+        yield seconds
+
+
 class Metrics:
     """Tool calls by tool and outcome, their latency, resets, and open episodes."""
 
@@ -108,6 +133,11 @@ class Metrics:
                 "openenv_mcp_sessions", "Open stateful MCP sessions (2025-era protocol)", registry=self.registry
             )
         self._mcp_sessions.set_function(lambda: float(open_sessions()))
+
+    def count_judges(self, judges: Sequence[LLMJudge]) -> None:
+        """Report the verdicts of ``judges`` (a rubric's LLM judges, bound to this server's settings)."""
+        if judges:
+            self.registry.register(_Judges(self._server, judges))
 
     def observe_call(self, tool: str, outcome: str, seconds: float) -> None:
         self._tool_calls.observe(tool, outcome, seconds)

@@ -51,6 +51,7 @@ class Scoring:
         observation: What the call returned.
         data: What the rubric's ``prepare`` returned (``None`` without one).
         scores: The components scored so far in this step, by name.
+        reasons: Why, for the components that say (an LLM judge's reason), by name.
         done: Whether this step ends the episode (known to terminal components and to ``done`` itself: False).
     """
 
@@ -60,6 +61,7 @@ class Scoring:
     observation: Observation
     data: Any = None
     scores: dict[str, float] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
     done: bool = False
 
     @property
@@ -238,7 +240,7 @@ class Rubric:
             if self.ndigits is not None:
                 reward = round(reward, self.ndigits)
             setattr(backend, self.progress, total)
-        return Grade(reward=reward, done=done, scores=scoring.scores or None)
+        return Grade(reward=reward, done=done, scores=scoring.scores or None, reasons=scoring.reasons or None)
 
     @staticmethod
     async def _score(components: tuple[Component, ...], scoring: Scoring, total: float) -> tuple[float, bool]:

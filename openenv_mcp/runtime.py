@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import secrets
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ class Outcome:
     done: bool
     truncated: bool = False  # done because the step limit ran out, not because the task ended
     scores: Mapping[str, float] | None = None  # the grade's named parts (a rubric's components), if it has any
+    reasons: Mapping[str, str] | None = None  # why, for the parts that say (an LLM judge's reason)
 
     def as_step(self) -> StepResult:
         episode = self.episode
@@ -85,6 +87,8 @@ class Outcome:
         }
         if self.scores is not None:
             info["scores"] = self.scores
+        if self.reasons is not None:
+            info["reasons"] = self.reasons
         return construct(
             StepResult,
             episode_id=episode.id,
@@ -114,6 +118,7 @@ class Runtime:
             capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
         )
         self.metrics = Metrics(server=env.name, mode=self.mode, open_episodes=lambda: len(self.episodes))
+        self.metrics.count_judges(_judges(self.grade))
         self._backend: Any = None  # prod: the shared backend; sim: a probe backend for /readyz
         self._default_lock = asyncio.Lock()
         self._defaults_opened = 0
@@ -448,7 +453,9 @@ class Runtime:
                             "graded, so it does not count yet: send the same action again to grade it (the tool "
                             "does not run again)"
                         ) from exc
-                result = Outcome(observation, episode, grade.reward, episode.done, truncated, grade.scores)
+                result = Outcome(
+                    observation, episode, grade.reward, episode.done, truncated, grade.scores, grade.reasons
+                )
                 if grade.scores:
                     self.metrics.observe_scores(grade.scores)
                 if episode.done and self.curriculum is not None:
@@ -531,6 +538,14 @@ class Runtime:
             return construct(BatchItem, ok=True, result=result, error=None, status=200)
 
         return await eager_gather([one(step) for step in steps])
+
+
+def _judges(grade: Any) -> list[Any]:
+    """The LLM judges among a rubric's components (none when no judge module was ever imported: not paid for)."""
+    judge = sys.modules.get("openenv_mcp.judge")
+    if judge is None:
+        return []
+    return [component for component in getattr(grade, "components", ()) if isinstance(component, judge.LLMJudge)]
 
 
 def task_observation(task: Task, tools: list[str]) -> Observation:

@@ -29,12 +29,14 @@ class Grade:
 
     ``scores`` names the parts the reward is made of (see :class:`~openenv_mcp.rubrics.Rubric`, which
     builds them): an explanation of ``reward``, never a second reward. They appear in the step's
-    ``info["scores"]``, the MCP result's ``_meta``, trajectories and metrics.
+    ``info["scores"]``, the MCP result's ``_meta``, trajectories and metrics. ``reasons`` says in words why
+    some of them scored what they did (an LLM judge's reason): ``info["reasons"]`` and ``_meta``.
     """
 
     reward: float = 0.0
     done: bool = False
     scores: Mapping[str, float] | None = None
+    reasons: Mapping[str, str] | None = None
 
 
 class TaskSet:

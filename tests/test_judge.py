@@ -32,7 +32,7 @@ class FakeJudge:
     """An OpenAI-compatible chat completions server with scripted answers, counting what it is asked."""
 
     def __init__(self) -> None:
-        self.mode = "ok"  # ok | slow | garbage | error | out_of_range
+        self.mode = "ok"  # ok | pause | slow | garbage | error | out_of_range
         self.score = 8.0
         self.requests: list[dict[str, Any]] = []
         self.url = ""
@@ -44,6 +44,8 @@ class FakeJudge:
             self.requests.append({"body": body, "authorization": request.headers.get("authorization")})
             if self.mode == "slow":
                 await asyncio.sleep(2.0)
+            if self.mode == "pause":  # answers, within the judge's timeout
+                await asyncio.sleep(0.3)
             if self.mode == "error":
                 return PlainTextResponse("model overloaded", status_code=503)
             if self.mode == "garbage":
@@ -195,6 +197,7 @@ def test_a_judged_step_pays_the_weighted_verdict_and_names_every_part(
         body = _step(http, episode, "answer", text="Paris").json()
     assert body["reward"] == 0.9 and body["done"] is True  # 0.5 * brief + 0.5 * 8/10
     assert body["info"]["scores"] == {"answered": 1.0, "brief": 1.0, "quality": 0.8}
+    assert body["info"]["reasons"] == {"quality": "a fair answer"}  # the verdict's reason, beside its score
     (asked,) = fake_judge.requests
     assert asked["authorization"] == "Bearer sk-test" and asked["body"]["model"] == "judge-1"
     user = asked["body"]["messages"][-1]["content"]
@@ -203,6 +206,8 @@ def test_a_judged_step_pays_the_weighted_verdict_and_names_every_part(
     metrics = httpx.get(f"{quiz_server.url}/metrics").text
     assert 'openenv_reward_component_count{component="quality",server="quiz"} 1.0' in metrics
     assert 'openenv_reward_component_sum{component="quality",server="quiz"} 0.8' in metrics
+    assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="answered"} 1.0' in metrics
+    assert 'openenv_judge_request_seconds_count{judge="quality",server="quiz"} 1.0' in metrics
 
 
 def test_a_failed_gate_asks_no_judge_and_pays_nothing(quiz_server: LiveServer, fake_judge: FakeJudge) -> None:
@@ -222,6 +227,30 @@ def test_the_same_input_is_judged_once(quiz_server: LiveServer, fake_judge: Fake
     assert first["reward"] == second["reward"] == other["reward"] == 0.9
     assert fork.status_code == 200 and fork.json()["info"]["total_reward"] == 0.9
     assert len(fake_judge.requests) == 2  # "Paris, of course" once (cached for the second and the fork), "Lyon" once
+    metrics = httpx.get(f"{quiz_server.url}/metrics").text
+    assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="answered"} 2.0' in metrics
+    assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="cached"} 2.0' in metrics
+
+
+async def test_the_same_question_asked_at_once_is_one_request(quiz_server: LiveServer, fake_judge: FakeJudge) -> None:
+    fake_judge.reset("pause")  # each answer takes 0.3 s: the four steps are all waiting for it
+    async with httpx.AsyncClient(base_url=quiz_server.url, timeout=30) as http:
+        episodes = [(await http.post("/reset", json={"task_id": "capital"})).json()["episode_id"] for _ in range(4)]
+        steps = await asyncio.gather(
+            *(
+                http.post(
+                    "/step",
+                    headers={"X-Episode-Id": e},
+                    json={"action": {"tool": "answer", "arguments": {"text": "Paris"}}},
+                )
+                for e in episodes
+            )
+        )
+        metrics = (await http.get("/metrics")).text
+    assert [(s.status_code, s.json()["reward"]) for s in steps] == [(200, 0.9)] * 4
+    assert len(fake_judge.requests) == 1
+    assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="answered"} 1.0' in metrics
+    assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="joined"} 3.0' in metrics
 
 
 @pytest.mark.parametrize(
@@ -246,6 +275,8 @@ def test_a_failing_judge_is_a_503_naming_it_and_the_step_waits_to_be_graded(
         assert f"The LLM judge 'quality' at {fake_judge.url}/chat/completions (model judge-1) {why}" in error["message"]
         assert "(2 attempts)" in error["message"] and "send the same action again" in error["message"]
         assert len(fake_judge.requests) == 2  # retried once, then gave up
+        failures = 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="failed"} 1.0'
+        assert failures in http.get("/metrics").text
         state = http.get("/state", headers={"X-Episode-Id": episode}).json()
         assert (state["step_count"], state["total_reward"], state["done"]) == (0, 0.0, False)  # not counted
         other = _step(http, episode, "hint")
@@ -278,6 +309,7 @@ async def test_mcp_carries_the_scores_in_meta_and_a_judge_failure_as_an_error(
     assert not graded.is_error and graded.meta is not None
     assert graded.meta["openenv-mcp/reward"] == 0.9
     assert graded.meta["openenv-mcp/scores"] == {"answered": 1.0, "brief": 1.0, "quality": 0.8}
+    assert graded.meta["openenv-mcp/reasons"] == {"quality": "a fair answer"}
 
 
 def test_verdicts_cached_on_disk_survive_a_restart(
