@@ -17,9 +17,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from pydantic_settings import BaseSettings
 
-from openenv_mcp import BoundCall, Environment, Grade, Observation, Task, TaskSet, Toolbox
 from openenv_mcp.rollout import (
     EpisodeResult,
     OpenAIPolicy,
@@ -32,6 +30,7 @@ from openenv_mcp.rollout import (
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import iter_records, openai_tools
+from tests.buggy_env import buggy
 from tests.support import LiveServer, live_server
 
 pytestmark = pytest.mark.anyio
@@ -225,8 +224,8 @@ async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards
 
 
 async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
-    with live_server(flaky, mode="sim") as server:
-        summary = await run_rollouts(server.url, scripted_policy(flaky.examples), episodes=6, concurrency=3)
+    with live_server(buggy, mode="sim") as server:
+        summary = await run_rollouts(server.url, scripted_policy(buggy.examples), episodes=6, concurrency=3)
     assert [r.seed for r in summary.errors] == [2]
     crashed = "EnvironmentCrashed: Tool 'poke' crashed inside the server (RuntimeError: the backend of seed 2 is"
     assert (summary.errors[0].error or "").startswith(crashed)
@@ -380,53 +379,3 @@ def test_rollout_cli_explains_bad_input() -> None:
         "http://127.0.0.1:9", "--policy", "openai", "--model", "m", "--base-url", "http://x/v1", "--capture-tokens"
     )
     assert done.returncode == 2 and "OPENENV_TRAJECTORIES=off" in done.stderr  # as the tests run
-
-
-# an environment whose backend breaks on seed 2 ---------------------------------------------------------
-
-
-class FlakyBackend:
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    @classmethod
-    async def open(cls, task: Task, seed: int, settings: Any) -> FlakyBackend:
-        return cls(seed)
-
-    async def ping(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
-flaky_tools: Toolbox[FlakyBackend] = Toolbox("flaky")
-
-
-@flaky_tools.tool
-async def poke(backend: FlakyBackend) -> str:
-    """Poke the backend."""
-    if backend.seed == 2:
-        raise RuntimeError("the backend of seed 2 is broken")
-    return "ok"
-
-
-async def _grade(task: Task, backend: FlakyBackend, call: BoundCall, observation: Observation) -> Grade:
-    return Grade(reward=0.5, done=False)
-
-
-async def _no_prod(settings: Any) -> FlakyBackend:
-    raise NotImplementedError
-
-
-flaky: Environment[FlakyBackend, Task] = Environment(
-    name="flaky",
-    description="Poke a backend that breaks on seed 2.",
-    tools=flaky_tools,
-    tasks=lambda: TaskSet([Task(id="poke", split="train", prompt="Poke it twice.")]),
-    settings=BaseSettings,
-    sim_backend=FlakyBackend.open,
-    prod_backend=_no_prod,
-    grade=_grade,
-    examples=(("poke", {}), ("poke", {})),
-)

@@ -1,0 +1,64 @@
+"""An environment with bugs, for the tests of what a server does when an environment's own code raises.
+
+Its sim backend cannot open on seed 13 (``KeyError``); its one tool, ``poke``, raises ``ZeroDivisionError``
+when asked to (``crash=True``) and ``RuntimeError`` on every call of seed 2's episode. Other calls earn 0.5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_settings import BaseSettings
+
+from openenv_mcp import BoundCall, Environment, Grade, Observation, Task, TaskSet, Toolbox
+
+
+class BuggyBackend:
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    @classmethod
+    async def open(cls, task: Task, seed: int, settings: Any) -> BuggyBackend:
+        if seed == 13:
+            raise KeyError("seed 13")
+        return cls(seed)
+
+    async def ping(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+tools: Toolbox[BuggyBackend] = Toolbox("buggy")
+
+
+@tools.tool
+async def poke(backend: BuggyBackend, crash: bool = False) -> str:
+    """Poke the backend; with crash, the tool has a bug."""
+    if crash:
+        raise ZeroDivisionError("division by zero")
+    if backend.seed == 2:
+        raise RuntimeError("the backend of seed 2 is broken")
+    return "ok"
+
+
+async def _grade(task: Task, backend: BuggyBackend, call: BoundCall, observation: Observation) -> Grade:
+    return Grade(reward=0.5, done=False)
+
+
+async def _no_prod(settings: Any) -> BuggyBackend:
+    raise NotImplementedError
+
+
+buggy: Environment[BuggyBackend, Task] = Environment(
+    name="buggy",
+    description="A tool and a sim backend with bugs.",
+    tools=tools,
+    tasks=lambda: TaskSet([Task(id="poke", split="train", prompt="Poke it twice.")]),
+    settings=BaseSettings,
+    sim_backend=BuggyBackend.open,
+    prod_backend=_no_prod,
+    grade=_grade,
+    examples=(("poke", {}), ("poke", {})),
+)
