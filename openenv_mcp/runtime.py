@@ -243,12 +243,9 @@ class Runtime:
                 return await self.env.sim_backend(task, seed, self.server_settings)
             except OpenEnvError:
                 raise
-            except Exception as exc:  # a bug in the environment's code, answered like a crashed tool
-                log.exception("The sim backend of task %r (seed %d) raised while opening", task.id, seed)
-                raise EnvironmentCrashed(
-                    f"The sim backend of task {task.id!r} (seed {seed}) crashed while opening "
-                    f"({type(exc).__name__}: {exc}); no episode was opened. This is a bug in the environment: "
-                    "its traceback is in the server's log"
+            except Exception as exc:
+                raise crashed(
+                    f"The sim backend of task {task.id!r} (seed {seed})", exc, "no episode was opened"
                 ) from exc
 
         limit = max_steps if max_steps is not None else self.max_steps
@@ -310,7 +307,12 @@ class Runtime:
                 async with source.lock:
                     self._check_open(source)
                     taken.extend((list(source.log), source.last_observation))
-                    return await copy(source.backend)
+                    try:
+                        return await copy(source.backend)
+                    except OpenEnvError:
+                        raise
+                    except Exception as exc:
+                        raise crashed(f"The sim fork of episode {episode_id!r}", exc, "no episode was opened") from exc
 
             episode = await self.episodes.open(source.task, source.seed, build, max_steps=source.max_steps)
             log, episode.last_observation = taken
@@ -380,7 +382,12 @@ class Runtime:
                         bound = self.tools.bind(recorded.tool, recorded.arguments)
                     except ToolError as exc:
                         raise ReplayDiverged(f"Replay failed at {where}: {exc.message}") from None
-                    await self._advance(episode, bound)
+                    try:
+                        await self._advance(episode, bound)
+                    except OpenEnvError:
+                        raise
+                    except Exception as exc:
+                        raise crashed(f"Replaying {where}", exc, "no episode was opened") from exc
                     replayed = episode.log[-1]
                     if replayed.digest() != recorded.digest():
                         raise ReplayDiverged(
@@ -474,11 +481,7 @@ class Runtime:
             outcome = exc.code
             raise
         except Exception as exc:  # a bug in the environment's code: one clear error, the connection goes on
-            log.exception("Tool %r raised inside the server", tool)
-            raise EnvironmentCrashed(
-                f"Tool {tool!r} crashed inside the server ({type(exc).__name__}: {exc}); the step does not count. "
-                "This is a bug in the environment: its traceback is in the server's log"
-            ) from exc
+            raise crashed(f"Tool {tool!r}", exc, "the step does not count") from exc
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 
@@ -538,6 +541,16 @@ class Runtime:
             return construct(BatchItem, ok=True, result=result, error=None, status=200)
 
         return await eager_gather([one(step) for step in steps])
+
+
+def crashed(what: str, exc: Exception, consequence: str) -> EnvironmentCrashed:
+    """The error for an exception that is not ours out of the environment's code (a bug): logged with its
+    traceback here, answered as one clear error at every door (raise it ``from exc``)."""
+    log.error("%s raised inside the server", what, exc_info=exc)
+    return EnvironmentCrashed(
+        f"{what} crashed inside the server ({type(exc).__name__}: {exc}); {consequence}. This is a bug in the "
+        "environment: its traceback is in the server's log"
+    )
 
 
 def _judges(grade: Any) -> list[Any]:

@@ -1,7 +1,9 @@
 """An environment with bugs, for the tests of what a server does when an environment's own code raises.
 
-Its sim backend cannot open on seed 13 (``KeyError``); its one tool, ``poke``, raises ``ZeroDivisionError``
-when asked to (``crash=True``) and ``RuntimeError`` on every call of seed 2's episode. Other calls earn 0.5.
+Its sim backend cannot open on seed 13 (``KeyError``) nor be copied on seed 7 (its fork fast path raises
+``OSError``); its one tool, ``poke``, raises ``ZeroDivisionError`` when asked to (``crash=True``) and
+``RuntimeError`` on every call of an episode whose seed is in ``BROKEN_SEEDS`` (a test may add one, to break
+a replay). Other calls earn 0.5.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Any
 from pydantic_settings import BaseSettings
 
 from openenv_mcp import BoundCall, Environment, Grade, Observation, Task, TaskSet, Toolbox
+
+BROKEN_SEEDS = {2}
 
 
 class BuggyBackend:
@@ -38,13 +42,19 @@ async def poke(backend: BuggyBackend, crash: bool = False) -> str:
     """Poke the backend; with crash, the tool has a bug."""
     if crash:
         raise ZeroDivisionError("division by zero")
-    if backend.seed == 2:
-        raise RuntimeError("the backend of seed 2 is broken")
+    if backend.seed in BROKEN_SEEDS:
+        raise RuntimeError(f"the backend of seed {backend.seed} is broken")
     return "ok"
 
 
 async def _grade(task: Task, backend: BuggyBackend, call: BoundCall, observation: Observation) -> Grade:
     return Grade(reward=0.5, done=False)
+
+
+async def _fork(backend: BuggyBackend) -> BuggyBackend:
+    if backend.seed == 7:
+        raise OSError("no space left on device")
+    return BuggyBackend(backend.seed)
 
 
 async def _no_prod(settings: Any) -> BuggyBackend:
@@ -60,5 +70,6 @@ buggy: Environment[BuggyBackend, Task] = Environment(
     sim_backend=BuggyBackend.open,
     prod_backend=_no_prod,
     grade=_grade,
+    sim_fork=_fork,
     examples=(("poke", {}), ("poke", {})),
 )

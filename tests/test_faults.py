@@ -44,6 +44,7 @@ from openenv_mcp.servers.search.load import load_corpus
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.servers.sql.load import load
 from openenv_mcp.tasks import Task
+from tests import buggy_env
 from tests.buggy_env import buggy
 from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
 from tests.pg_cluster import PgCluster, pg_cluster
@@ -460,7 +461,10 @@ def test_a_bug_in_an_environment_is_one_clear_error_at_every_door_and_the_server
         # a sim backend that cannot open: no episode, and its slot is free again (the cap is 2)
         refused = http.post("/reset", json={"seed": 13})
         assert refused.status_code == 500 and refused.json()["error"]["code"] == "environment_crashed"
-        assert "The sim backend of task 'poke' (seed 13) crashed while opening (KeyError: 'seed 13')" in refused.text
+        assert (
+            "The sim backend of task 'poke' (seed 13) crashed inside the server (KeyError: 'seed 13'); no episode"
+            in (refused.text)
+        )
         other = http.post("/reset", json={"seed": 4}).json()["episode_id"]
 
         batch = http.post(
@@ -490,3 +494,22 @@ def test_a_bug_in_an_environment_is_one_clear_error_at_every_door_and_the_server
         assert answer["error"] and answer["text"].startswith(CRASHED)
         assert mcp_call(server, "poke", {})["data"] == {"result": "ok"}
     assert "Tool 'poke' raised inside the server" in caplog.text and "ZeroDivisionError" in caplog.text
+
+
+def test_a_fork_whose_copy_or_replay_crashes_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with live_server(buggy, mode="sim") as server, httpx.Client(base_url=server.url) as http:
+        seven = http.post("/reset", json={"seed": 7}).json()["episode_id"]
+        step = {"action": {"tool": "poke", "arguments": {}}}
+        assert http.post("/step", headers={"X-Episode-Id": seven}, json=step).status_code == 200
+        copied = http.post(f"/episodes/{seven}/fork")  # the environment's fast path raises
+        assert copied.status_code == 500 and copied.json()["error"]["code"] == "environment_crashed"
+        assert f"The sim fork of episode {seven!r} crashed inside the server (OSError: no space" in copied.text
+        assert http.post(f"/episodes/{seven}/fork", params={"via": "replay"}).status_code == 200
+
+        monkeypatch.setattr(buggy_env, "BROKEN_SEEDS", {2, 7})  # the tool now raises where it did not
+        replayed = http.post(f"/episodes/{seven}/fork", params={"via": "replay"})
+        assert replayed.status_code == 500 and replayed.json()["error"]["code"] == "environment_crashed"
+        message = replayed.json()["error"]["message"]
+        assert message.startswith(f"Replaying step 1 (poke {{}}) of {seven} crashed inside the server (RuntimeError")
+        assert len(server.runtime.episodes) == 2  # the source and the good fork; the failed ones were closed
+        assert http.post("/step", headers={"X-Episode-Id": seven}, json=step).status_code == 500  # same connection
