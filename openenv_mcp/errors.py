@@ -111,7 +111,8 @@ class JudgeUnavailable(BackendUnavailable):
 
 
 class EnvironmentCrashed(OpenEnvError):
-    """The environment's own code (a tool, its grader, its sim backend) raised something unexpected: a bug.
+    """The environment's own code (a tool, its grader, its sim backend or fork, a replayed step) raised something
+    unexpected: a bug.
 
     The server logs the traceback and answers this on every door (a JSON 500 over HTTP, an error frame on
     ``/ws``, a tool error over MCP), so the connection and every other episode go on; the step does not count.
