@@ -481,7 +481,9 @@ class Runtime:
             outcome = exc.code
             raise
         except Exception as exc:  # a bug in the environment's code: one clear error, the connection goes on
-            raise crashed(f"Tool {tool!r}", exc, "the step does not count") from exc
+            raise crashed(
+                f"Tool {tool!r}", exc, "the step does not count" if self.sim else "it returned nothing"
+            ) from exc
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 

@@ -493,6 +493,10 @@ def test_a_bug_in_an_environment_is_one_clear_error_at_every_door_and_the_server
         answer = mcp_call(server, "poke", {"crash": True})
         assert answer["error"] and answer["text"].startswith(CRASHED)
         assert mcp_call(server, "poke", {})["data"] == {"result": "ok"}
+    with live_server(buggy, mode="prod") as server:
+        answer = mcp_call(server, "poke", {"crash": True})
+        assert answer["error"] and "(ZeroDivisionError: division by zero); it returned nothing" in answer["text"]
+        assert mcp_call(server, "poke", {})["data"] == {"result": "ok"}
     assert "Tool 'poke' raised inside the server" in caplog.text and "ZeroDivisionError" in caplog.text
 
 
