@@ -11,8 +11,9 @@
   file handle behind; the WebSocket door closes the connection's episodes, and an HTTP episode whose client
   vanished stays until the idle reaper frees it.
 - A backend that fails to close does not stop the reaper.
-- An environment whose code raises (a bug in a tool, or in its sim backend) gets one clear error at every door:
-  the HTTP connection is kept, the WebSocket goes on, a batch answers its other steps, MCP gets a tool error.
+- An environment whose code raises (a bug in a tool, its sim backend, its fork, a replayed step) gets one clear
+  error at every door: the HTTP connection is kept, the WebSocket goes on, a batch answers its other steps, MCP
+  gets a tool error; a fork that fails leaves no half-made episode.
 """
 
 from __future__ import annotations
@@ -461,10 +462,8 @@ def test_a_bug_in_an_environment_is_one_clear_error_at_every_door_and_the_server
         # a sim backend that cannot open: no episode, and its slot is free again (the cap is 2)
         refused = http.post("/reset", json={"seed": 13})
         assert refused.status_code == 500 and refused.json()["error"]["code"] == "environment_crashed"
-        assert (
-            "The sim backend of task 'poke' (seed 13) crashed inside the server (KeyError: 'seed 13'); no episode"
-            in (refused.text)
-        )
+        opening = "The sim backend of task 'poke' (seed 13) crashed inside the server (KeyError: 'seed 13'); no episode"
+        assert opening in refused.text
         other = http.post("/reset", json={"seed": 4}).json()["episode_id"]
 
         batch = http.post(
@@ -516,4 +515,5 @@ def test_a_fork_whose_copy_or_replay_crashes_is_one_clear_error(monkeypatch: pyt
         message = replayed.json()["error"]["message"]
         assert message.startswith(f"Replaying step 1 (poke {{}}) of {seven} crashed inside the server (RuntimeError")
         assert len(server.runtime.episodes) == 2  # the source and the good fork; the failed ones were closed
-        assert http.post("/step", headers={"X-Episode-Id": seven}, json=step).status_code == 500  # same connection
+        state = http.get("/state", headers={"X-Episode-Id": seven}).json()
+        assert (state["step_count"], state["done"]) == (1, False)  # the source is as it was
