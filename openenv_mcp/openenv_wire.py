@@ -19,6 +19,7 @@ Two pieces, each a translation onto :class:`~openenv_mcp.runtime.Runtime` (one t
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -38,6 +39,8 @@ from openenv_mcp.models import Observation
 from openenv_mcp.runtime import Runtime
 
 __all__ = ["OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message"]
+
+log = logging.getLogger(__name__)
 
 _RESET_KEYS = {"task_id", "split", "seed", "episode_id"}
 
@@ -98,6 +101,10 @@ class OpenEnvSocket:
             kind, data = await self._run(message)
         except OpenEnvError as exc:
             kind, data = "error", {"message": exc.message, "code": exc.code}
+        except Exception as exc:  # a bug of ours: answered, so the connection and its episode go on
+            log.exception("An OpenEnv %r message on /ws failed inside the server", message.get("type"))
+            text = f"The server failed on this message ({type(exc).__name__}: {exc}); its log has the traceback"
+            kind, data = "error", {"message": text, "code": "internal_error"}
         return json.dumps({"type": kind, "data": data}, separators=(",", ":"))
 
     async def _run(self, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:

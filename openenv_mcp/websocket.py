@@ -21,6 +21,7 @@ it ends, so a client that goes away leaks nothing.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -33,6 +34,8 @@ from openenv_mcp.openenv_wire import OpenEnvSessions, OpenEnvSocket, is_openenv_
 from openenv_mcp.runtime import ForkVia, Runtime
 
 __all__ = ["websocket_door"]
+
+log = logging.getLogger(__name__)
 
 
 class _Op(BaseModel):
@@ -143,6 +146,16 @@ async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str 
         result = await _run(runtime, message, opened)
     except OpenEnvError as exc:
         return _error(message.id, exc.status, exc.code, exc.message)
+    except Exception as exc:  # a bug of ours: answered, so the connection and its other episodes go on
+        op = getattr(message, "op", "?")
+        log.exception("A /ws %r message failed inside the server", op)
+        return _error(
+            message.id,
+            500,
+            "internal_error",
+            f"The server failed on this {op!r} message ({type(exc).__name__}: {exc}); its log has the traceback. "
+            "This connection and its episodes go on",
+        )
     # {"ok":true,"result":...,"id":...}, the result serialized by pydantic-core straight to JSON (several times
     # cheaper than model_dump then json.dumps; the same JSON values)
     end = b"}" if message.id is None else b',"id":' + json.dumps(message.id).encode() + b"}"

@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from openenv_mcp.episodes import Episode
+from openenv_mcp.openenv_wire import OpenEnvSocket
 from openenv_mcp.servers.sql import environment
 from tests.support import LiveServer, live_server
 
@@ -85,3 +88,45 @@ def test_step_batch_over_the_socket(sim_server: LiveServer) -> None:
         items = batch["result"]
         assert [i["ok"] for i in items] == [True, False, True]
         assert items[0]["result"]["reward"] == 1.0 and items[1]["status"] == 404
+
+
+def test_a_failure_inside_the_server_is_answered_and_the_connection_keeps_its_episodes(
+    sim_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Episode) -> None:
+        raise RuntimeError("a bug in the state")
+
+    with connect(ws_url(sim_server)) as ws:
+        first = ask(ws, op="reset", task_id="sql-001")["result"]["episode_id"]
+        monkeypatch.setattr(Episode, "state", broken)  # stands for any bug of ours behind an op
+        failed = ask(ws, op="state", id=7)
+        assert (failed["ok"], failed["status"], failed["error"]["code"], failed["id"]) == (
+            False,
+            500,
+            "internal_error",
+            7,
+        )
+        assert (
+            "The server failed on this 'state' message (RuntimeError: a bug in the state)"
+            in (failed["error"]["message"])
+        )
+        monkeypatch.undo()
+        step = ask(ws, op="step", action={"tool": "list_tables", "arguments": {}})
+        assert step["ok"] and step["result"]["episode_id"] == first and step["result"]["info"]["step_count"] == 1
+
+    def broken_openenv_state(self: OpenEnvSocket) -> None:
+        raise RuntimeError("a bug in OpenEnv's state")
+
+    with connect(ws_url(sim_server)) as ws:  # OpenEnv's messages on the same door
+        ws.send(json.dumps({"type": "reset", "data": {"task_id": "sql-001"}}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        monkeypatch.setattr(OpenEnvSocket, "_state", broken_openenv_state)
+        ws.send(json.dumps({"type": "state"}))
+        failed = json.loads(ws.recv(timeout=10))
+        assert failed["type"] == "error" and failed["data"]["code"] == "internal_error"
+        assert "(RuntimeError: a bug in OpenEnv's state)" in failed["data"]["message"]
+        monkeypatch.undo()
+        ws.send(
+            json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "list_tables", "arguments": {}}})
+        )
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
