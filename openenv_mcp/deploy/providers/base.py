@@ -5,7 +5,6 @@ from __future__ import annotations
 import abc
 import socket
 import time
-from collections.abc import Callable
 from types import TracebackType
 
 import anyio.to_thread
@@ -14,7 +13,7 @@ import httpx
 from openenv_mcp.client import AsyncEnvClient, EnvClient
 from openenv_mcp.errors import OpenEnvError
 
-__all__ = ["STOP_GRACE", "Provider", "ProviderError", "free_port"]
+__all__ = ["STOP_GRACE", "Provider", "ProviderError", "free_port", "http_url"]
 
 STOP_GRACE = 10.0
 
@@ -94,8 +93,23 @@ class Provider(abc.ABC):
             with anyio.CancelScope(shield=True):
                 await self.astop()
 
-    def _wait_ready(self, url: str, *, died: Callable[[], str | None]) -> None:
-        """Poll ``url``/readyz until 200; raise ProviderError if ``died()`` names a reason or time runs out."""
+    def _died(self) -> str | None:
+        """Why the server being started is gone (it cannot become ready), or ``None`` while it may still."""
+        return None
+
+    def _ready(self, url: str) -> str:
+        """Wait for the server just started at ``url``; then it is this provider's URL. If it never gets ready,
+        :meth:`stop` removes what was started and the ProviderError saying why is raised."""
+        try:
+            self._wait_ready(url)
+        except BaseException:
+            self.stop()
+            raise
+        self._url = url
+        return url
+
+    def _wait_ready(self, url: str) -> None:
+        """Poll ``url``/readyz until 200; raise ProviderError if :meth:`_died` names a reason or time runs out."""
         deadline = time.monotonic() + self.startup_timeout
         last = "no answer yet"
         with httpx.Client(timeout=5.0) as http:
@@ -107,12 +121,17 @@ class Provider(abc.ABC):
                     last = f"/readyz answered {response.status_code}: {response.text[:300]}"
                 except httpx.HTTPError as exc:
                     last = f"{type(exc).__name__}: {exc}"
-                reason = died()
+                reason = self._died()
                 if reason is not None:
                     raise ProviderError(reason)
                 if time.monotonic() > deadline:
                     raise ProviderError(f"{self!r} was not ready at {url} within {self.startup_timeout:.0f} s ({last})")
                 time.sleep(0.1)
+
+
+def http_url(host: str, port: int) -> str:
+    """The base URL of a server listening on ``host`` (an IPv6 address goes in brackets) and ``port``."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def free_port(host: str = "127.0.0.1") -> int:

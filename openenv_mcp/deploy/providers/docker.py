@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file
-from openenv_mcp.deploy.providers.base import Provider, ProviderError
+from openenv_mcp.deploy.providers.base import Provider, ProviderError, http_url
 from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, SERVER_LABEL, ContainerNeeds, port_variable
 from openenv_mcp.settings import Mode
 
@@ -99,14 +99,11 @@ class DockerImage(Provider):
             published = _run([self.docker, "port", self.container, f"{CONTAINER_PORT}/tcp"]).strip().splitlines()
             if not published:
                 raise ProviderError(f"Container {self.container[:12]} publishes no port for {CONTAINER_PORT}")
-            address = published[0].rsplit(":", 1)
-            url = f"http://{self.host}:{address[-1]}"
-            self._wait_ready(url, died=self._died)
+            port = int(published[0].rsplit(":", 1)[-1])
         except BaseException:
             self.stop()
             raise
-        self._url = url
-        return url
+        return self._ready(http_url(self.host, port))
 
     def _died(self) -> str | None:
         if self.container is None:

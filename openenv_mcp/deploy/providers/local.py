@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import IO
 
-from openenv_mcp.deploy.providers.base import STOP_GRACE, Provider, ProviderError, free_port
+from openenv_mcp.deploy.providers.base import STOP_GRACE, Provider, ProviderError, free_port, http_url
 from openenv_mcp.settings import Mode
 
 __all__ = ["LocalServer"]
@@ -87,8 +87,6 @@ class LocalServer(Provider):
         raise AssertionError("unreachable")
 
     def _start_on(self, port: int) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"http://{host}:{port}"
         env = {**os.environ, **self.environment, "MODE": self.mode}
         self._log = tempfile.TemporaryFile(prefix=f"openenv-{self.name}-")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
@@ -99,13 +97,7 @@ class LocalServer(Provider):
             env=env,
             start_new_session=True,  # its own process group: stop() ends everything it started
         )
-        try:
-            self._wait_ready(url, died=self._died)
-        except BaseException:
-            self.stop()
-            raise
-        self._url = url
-        return url
+        return self._ready(http_url(self.host, port))
 
     def _died(self) -> str | None:
         process = self.process

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.deploy.providers.base import STOP_GRACE, Provider
+from openenv_mcp.deploy.providers.base import STOP_GRACE, Provider, http_url
 from openenv_mcp.settings import Mode, Settings, load_settings
 
 if TYPE_CHECKING:
@@ -79,15 +79,7 @@ class ThreadServer(Provider):
             target=server.run, kwargs={"sockets": [listener]}, name=f"openenv-mcp serve {self.name}", daemon=True
         )
         self._thread.start()
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"http://{host}:{port}"
-        try:
-            self._wait_ready(url, died=self._died)
-        except BaseException:
-            self.stop()
-            raise
-        self._url = url
-        return url
+        return self._ready(http_url(self.host, port))
 
     def _died(self) -> str | None:
         if self._thread is None or self._thread.is_alive():
