@@ -42,29 +42,38 @@ class LiveServer:
 
 
 @contextmanager
+def serve_app(app: Any, *, until: Callable[[], bool] | None = None) -> Iterator[str]:
+    """Serve an ASGI ``app`` with uvicorn on a free port in a background thread; yields its base URL.
+
+    ``until``: with it, the URL is yielded once it also answers true (polled, up to 30 s after the start).
+    """
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start within 20 s")
+            time.sleep(0.01)
+        while until is not None and not until():
+            if time.monotonic() > deadline + 30:
+                raise RuntimeError("the server was not ready within 30 s of its start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+@contextmanager
 def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveServer]:
     """Serve ``env`` with uvicorn on a free port in a background thread, as ``openenv-mcp serve`` does."""
     runtime = build_runtime(env, Settings(**{"port": 0, **settings}))
     app = build_app(runtime)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start within 20 s")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    while app.state.mcp.loading:  # the MCP door loads once serving (a client waits for it too)
-        if time.monotonic() > deadline + 30:
-            raise RuntimeError("the MCP door did not come up within 30 s of start-up")
-        time.sleep(0.01)
-    try:
-        yield LiveServer(url=f"http://127.0.0.1:{port}", runtime=runtime)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    # the MCP door loads once serving (a client waits for it too)
+    with serve_app(app, until=lambda: not app.state.mcp.loading) as url:
+        yield LiveServer(url=url, runtime=runtime)
 
 
 def require_service(what: str, error: BaseException) -> None:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from mcp import Client
@@ -23,7 +20,7 @@ from openenv_mcp import ConfigError, Environment, Settings, Task, TaskSet, Toolb
 from openenv_mcp.app import build_runtime
 from openenv_mcp.judge import JudgeSettings, LLMJudge
 from openenv_mcp.rubrics import Criterion, Gate, Rubric
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, live_server, serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -72,17 +69,9 @@ class FakeJudge:
 @pytest.fixture(scope="module")
 def fake_judge() -> Iterator[FakeJudge]:
     judge = FakeJudge()
-    server = uvicorn.Server(uvicorn.Config(judge.app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the fake judge did not start"
-        time.sleep(0.01)
-    judge.url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
-    yield judge
-    server.should_exit = True
-    thread.join(timeout=20)
+    with serve_app(judge.app) as url:
+        judge.url = f"{url}/v1"
+        yield judge
 
 
 # a small environment whose rubric has a judge --------------------------------------------------------------

@@ -7,14 +7,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -31,7 +29,7 @@ from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import iter_records, openai_tools
 from tests.buggy_env import buggy
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, live_server, serve_app
 
 pytestmark = pytest.mark.anyio
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -150,26 +148,10 @@ def reply(message: dict[str, Any], *, tokens: dict[str, Any] | None = None) -> J
     return JSONResponse(body)
 
 
-def serve(app: FastAPI) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free port in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-
-
 @pytest.fixture(scope="module")
 def model() -> Iterator[tuple[str, ScriptedModel]]:
     scripted = ScriptedModel(fail_task="sql-003")
-    for url in serve(scripted.app):
+    with serve_app(scripted.app) as url:
         yield f"{url}/v1", scripted
 
 
@@ -309,7 +291,7 @@ def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_pa
 def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(tmp_path: Path) -> None:
     scripted = ScriptedModel(tokens=True)
     store = f"sqlite:///{tmp_path / 'capture.db'}"
-    for url in serve(scripted.app):  # the rollout starts a sim server recording into the store it writes to
+    with serve_app(scripted.app) as url:  # the rollout starts a sim server recording into the store it writes to
         done = rollout(
             "sql", "--policy", "openai", "--model", "m", "--base-url", f"{url}/v1", "--capture-tokens",
             "--episodes", "3", "--concurrency", "2", "--seed", "10", "--no-progress", OPENENV_TRAJECTORIES=store,

@@ -6,15 +6,12 @@ import dataclasses
 import random
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from pydantic_settings import BaseSettings
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -26,6 +23,7 @@ from openenv_mcp.authoring.scaffold import scaffold
 from openenv_mcp.authoring.validate import Report, validate_environment, validate_url
 from openenv_mcp.registry.generator import build_document, dump_document
 from openenv_mcp.settings import Settings
+from tests.support import serve_app
 
 
 class Counter:
@@ -181,18 +179,8 @@ def serve(env: Environment[Any, Any], *, mode: str = "sim", lie: bool = False) -
             return response
 
         app.add_middleware(BaseHTTPMiddleware, dispatch=hide_errors)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    with serve_app(app) as url:
+        yield url
 
 
 def test_a_live_server_is_validated_and_one_that_breaks_the_error_contract_fails() -> None:
