@@ -18,8 +18,8 @@ from openenv_mcp.app import build_runtime
 from openenv_mcp.rollout import EpisodeResult, Summary
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
-from tests.support import LiveServer, live_server
-from tests.test_rollout import ScriptedModel, serve
+from tests.support import LiveServer, live_server, serve_app
+from tests.test_rollout import ScriptedModel
 
 REPO = Path(__file__).parent.parent
 DOC = (REPO / "docs" / "training.md").read_text()
@@ -38,7 +38,7 @@ def server() -> Iterator[LiveServer]:
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[str]:
-    for url in serve(ScriptedModel().app):
+    with serve_app(ScriptedModel().app) as url:
         yield f"{url}/v1"
 
 

@@ -30,8 +30,8 @@ from fastapi.responses import JSONResponse
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import openai_tools
-from tests.support import LiveServer, free_port, live_server, peer_venv
-from tests.test_rollout import reply, serve
+from tests.support import LiveServer, free_port, live_server, peer_venv, serve_app
+from tests.test_rollout import reply
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP = ROOT / "tests" / "interop"
@@ -177,7 +177,7 @@ class Opened:
 @pytest.fixture
 def model() -> Iterator[tuple[str, GroupModel]]:
     scripted = GroupModel()
-    for url in serve(scripted.app):
+    with serve_app(scripted.app) as url:
         yield f"{url}/v1", scripted
 
 
@@ -377,7 +377,7 @@ def test_groups_from_a_shared_prefix_are_forks_that_compare_continuations(
     trainer = register(api, tmp_path, request)
     with live_server(environment, mode="sim", max_episodes=64) as server:
         server.runtime.observe(observer)
-        for model_url in serve(scripted.app):
+        with serve_app(scripted.app) as model_url:
             config = env_config(
                 tmp_path, server=server.url, model=f"{model_url}/v1", api=api, tokenizer=tokenizer, total_steps=1,
                 prefix_steps=1,
