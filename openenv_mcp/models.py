@@ -34,17 +34,22 @@ __all__ = [
 ]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-_setattr = object.__setattr__
+# BaseModel's four slots, set through their descriptors (object.__setattr__ looks each one up by name first)
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def construct(cls: type[ModelT], /, **values: Any) -> ModelT:
     """An instance built from trusted, already valid values, with no validation: ``model_construct`` without its
     per-field loop (defaults, aliases), several times cheaper on the step path. Pass every field."""
-    model = cls.__new__(cls)
-    _setattr(model, "__dict__", values)
-    _setattr(model, "__pydantic_fields_set__", set(values))
-    _setattr(model, "__pydantic_extra__", None)
-    _setattr(model, "__pydantic_private__", None)
+    model: ModelT = _new(cls)
+    _set_dict(model, values)
+    _set_fields(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 
