@@ -40,7 +40,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from pydantic_core import to_json
 
 from openenv_mcp.errors import ConfigError
-from openenv_mcp.models import Observation
+from openenv_mcp.models import Observation, TextBlock
 from openenv_mcp.trajectories.pipe import ACK, FRAME
 
 if TYPE_CHECKING:
@@ -260,21 +260,22 @@ class TrajectoryRecorder:
             return
         observation = outcome.observation
         step = episode.step_count
-        arguments = call.arguments if type(call.arguments) is dict else dict(call.arguments)
+        arguments = call.arguments
+        scores = outcome.scores
         self._stepped.append(  # pipe.py's step format: the JSON columns as pydantic-core serialises them (bytes)
             (
                 uid,
                 step,
                 call.tool.name,
-                to_json(arguments, fallback=repr),
-                to_json(observation.content, fallback=repr),
-                to_json(observation.structured_content, fallback=repr),
+                (_json(arguments if type(arguments) is dict else dict(arguments)) if arguments else b"{}"),
+                _content_json(observation),
+                _json(observation.structured_content),
                 observation.is_error,
                 outcome.reward,
                 outcome.done,
                 seconds,
                 time.time(),
-                to_json(outcome.scores, fallback=repr),
+                b"null" if scores is None else _json(scores),
             )
         )
         self._progress[uid] = (step, episode.total_reward, outcome.done, uid)
@@ -362,6 +363,22 @@ class TrajectoryRecorder:
             self._written_steps = self._enqueued_steps
             self.disabled = True
             self._pipe = None
+
+
+def _json(value: Any) -> bytes:
+    return to_json(value, fallback=repr)
+
+
+_ONE_TEXT = b'[{"type":"text","text":'
+
+
+def _content_json(observation: Observation) -> bytes:
+    """``observation.content`` as JSON: the same bytes as pydantic-core makes of the list, built from its one text
+    block's string when that is all it holds (most steps; a third of the cost of serialising the models)."""
+    content = observation.content
+    if len(content) == 1 and type(block := content[0]) is TextBlock:
+        return _ONE_TEXT + to_json(block.text) + b"}]"
+    return _json(content)
 
 
 def _widen(pipe: asyncio.StreamWriter) -> None:
