@@ -261,3 +261,17 @@ async def test_eager_gather_raises_the_first_error_and_can_be_cancelled() -> Non
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_served_runtime_collects_young_objects_less_often_and_gives_the_setting_back() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    runtime = build_runtime(environment, Settings(mode="sim"))
+    await runtime.start()
+    try:
+        serving = gc.get_threshold()
+    finally:
+        await runtime.stop()
+    assert serving == (7_000, *before[1:])  # a batch's live objects are not re-scanned several times per batch
+    assert gc.get_threshold() == before  # a process hosting servers one after another gets its own setting back
