@@ -492,9 +492,8 @@ class Runtime:
             outcome = exc.code
             raise
         except Exception as exc:  # a bug in the environment's code: one clear error, the connection goes on
-            raise crashed(
-                f"Tool {tool!r}", exc, "the step does not count" if self.sim else "it returned nothing"
-            ) from exc
+            consequence = "the step does not count" if self.sim else "it returned nothing"
+            raise crashed(f"Tool {tool!r}", exc, consequence, detail=self.sim) from exc
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 
@@ -556,13 +555,19 @@ class Runtime:
         return await eager_gather([one(step) for step in steps])
 
 
-def crashed(what: str, exc: Exception, consequence: str) -> EnvironmentCrashed:
+def crashed(what: str, exc: Exception, consequence: str, *, detail: bool = True) -> EnvironmentCrashed:
     """The error for an exception that is not ours out of the environment's code (a bug): logged with its
-    traceback here, answered as one clear error at every door (raise it ``from exc``)."""
-    log.error("%s raised inside the server", what, exc_info=exc)
+    traceback here under an incident id, answered as one clear error at every door (raise it ``from exc``).
+
+    ``detail=False`` (prod) leaves the exception's text out of the answer, keeping its type: a real service's
+    error can hold host names, user names or data the caller must not see; the log has it, found by the id.
+    """
+    incident = secrets.token_hex(4)
+    log.error("%s raised inside the server (incident %s)", what, incident, exc_info=exc)
+    kind = f"{type(exc).__name__}: {exc}" if detail else type(exc).__name__
     return EnvironmentCrashed(
-        f"{what} crashed inside the server ({type(exc).__name__}: {exc}); {consequence}. This is a bug in the "
-        "environment: its traceback is in the server's log"
+        f"{what} crashed inside the server ({kind}); {consequence}. This is a bug in the environment: its "
+        f"traceback is in the server's log, incident {incident}"
     )
 
 
