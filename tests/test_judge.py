@@ -20,6 +20,7 @@ from openenv_mcp import ConfigError, Environment, Settings, Task, TaskSet, Toolb
 from openenv_mcp.app import build_runtime
 from openenv_mcp.judge import JudgeSettings, LLMJudge
 from openenv_mcp.rubrics import Criterion, Gate, Rubric
+from openenv_mcp.trajectories import iter_records, record_trajectories
 from tests.support import LiveServer, live_server, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -146,8 +147,7 @@ QUIZ = Environment(
 )
 
 
-@pytest.fixture
-def quiz_server(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+def _judge_env(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_judge.reset()
     for name, value in {
         "QUIZ_JUDGE_BASE_URL": fake_judge.url,
@@ -158,6 +158,11 @@ def quiz_server(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> Itera
         "QUIZ_JUDGE_BACKOFF": "0.01",
     }.items():
         monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def quiz_server(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+    _judge_env(fake_judge, monkeypatch)
     with live_server(QUIZ, mode="sim", trajectories="off") as server:
         yield server
 
@@ -197,6 +202,33 @@ def test_a_judged_step_pays_the_weighted_verdict_and_names_every_part(
     assert 'openenv_reward_component_sum{component="quality",server="quiz"} 0.8' in metrics
     assert 'openenv_judge_verdicts_total{judge="quality",server="quiz",source="answered"} 1.0' in metrics
     assert 'openenv_judge_request_seconds_count{judge="quality",server="quiz"} 1.0' in metrics
+
+
+def test_a_judged_steps_reasons_are_recorded_and_exported(
+    fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _judge_env(fake_judge, monkeypatch)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    runtime = build_runtime(QUIZ, Settings(mode="sim", trajectories=url))
+    assert record_trajectories(runtime) is not None
+
+    async def play() -> None:
+        await runtime.start()
+        try:
+            episode = (await runtime.reset(task_id="capital")).episode_id
+            await runtime.call("hint", {}, episode)
+            assert (await runtime.call("answer", {"text": "Paris"}, episode)).reasons == {"quality": "a fair answer"}
+        finally:
+            await runtime.stop()  # the writer stores everything queued
+
+    asyncio.run(play())
+    (record,) = iter_records(url)
+    assert record["reasons"] == [[], [{"name": "quality", "reason": "a fair answer"}]]
+    assert record["scores"][1] == [
+        {"name": "answered", "value": 1.0},
+        {"name": "brief", "value": 1.0},
+        {"name": "quality", "value": 0.8},
+    ]
 
 
 def test_a_failed_gate_asks_no_judge_and_pays_nothing(quiz_server: LiveServer, fake_judge: FakeJudge) -> None:

@@ -7,6 +7,7 @@
  "tools": [OpenAI function schemas], "reward": TOTAL, "rewards": [PER STEP], "done": true,
  "scores": [PER STEP: [{"name": NAME, "value": VALUE}, ...]] (the reward's named parts: docs/rewards.md;
             a list of pairs, not a mapping, so every record has one schema whatever the names),
+ "reasons": [PER STEP: [{"name": NAME, "reason": TEXT}, ...]] (why, for the parts that say: an LLM judge's reason),
  "task_id": ..., "split": ..., "seed": ..., "episode_id": ..., "server": ..., "id": ...}
 
 An episode a capturing policy played also carries ``turns`` (per model call: prompt_ids,
@@ -78,6 +79,10 @@ def chat_record(stored: StoredEpisode) -> dict[str, Any]:
     }
     record["scores"] = [
         [{"name": name, "value": value} for name, value in (step.get("scores") or {}).items()] for step in stored.steps
+    ]
+    record["reasons"] = [
+        [{"name": name, "reason": reason} for name, reason in (step.get("reasons") or {}).items()]
+        for step in stored.steps
     ]
     return record
 

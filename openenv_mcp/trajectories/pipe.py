@@ -1,8 +1,8 @@
 """The framing between a server's trajectory recorder and its writer process (both ways little-endian).
 
 - recorder to writer: frames of ``u32 length`` + one pickled batch: ``{"opened", "stepped", "progress", "marked",
-  "closed"}``, each a list, in the shape :meth:`TrajectoryStore.write_values` takes except that a step's four
-  JSON columns (arguments, content, structured_content, scores) are the UTF-8 bytes pydantic-core made
+  "closed"}``, each a list, in the shape :meth:`TrajectoryStore.write_values` takes except that a step's five
+  JSON columns (arguments, content, structured_content, scores, reasons) are the UTF-8 bytes pydantic-core made
   (:func:`step_values` turns them into text);
 - writer to recorder: per write, ``u32 written, u32 lost`` (steps stored, steps of a batch the database refused).
 
@@ -21,7 +21,7 @@ ACK = struct.Struct("<II")
 
 def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
     """A step as sent, as :meth:`TrajectoryStore.write_values` stores it (``STEP_COLUMNS`` order, JSON as text)."""
-    uid, number, tool, arguments, content, structured_content, is_error, reward, done, seconds, at, scores = step
+    uid, number, tool, arguments, content, structured_content, is_error, reward, done, seconds, at, scores, why = step
     return (
         uid,
         number,
@@ -35,4 +35,5 @@ def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
         seconds,
         at,
         scores.decode(),
+        why.decode(),
     )

@@ -261,7 +261,7 @@ class TrajectoryRecorder:
         observation = outcome.observation
         step = episode.step_count
         arguments = call.arguments
-        scores = outcome.scores
+        scores, reasons = outcome.scores, outcome.reasons
         self._stepped.append(  # pipe.py's step format: the JSON columns as pydantic-core serialises them (bytes)
             (
                 uid,
@@ -276,6 +276,7 @@ class TrajectoryRecorder:
                 seconds,
                 time.time(),
                 b"null" if scores is None else _json(scores),
+                b"null" if reasons is None else _json(reasons),
             )
         )
         self._progress[uid] = (step, episode.total_reward, outcome.done, uid)

@@ -2,8 +2,8 @@
 
     trajectory_toolsets  one row per (server, description, tool list) seen: the tools an episode had
     trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
-    trajectory_steps     one row per step: tool and arguments, observation, reward (and its named scores), done,
-                         timings
+    trajectory_steps     one row per step: tool and arguments, observation, reward (and its named scores and
+                         their reasons), done, timings
     trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
                          (written by the policy's side, joined to its episode by server and episode id)
 
@@ -106,6 +106,7 @@ steps = Table(
     Column("tool_seconds", Float, nullable=False),
     Column("at", Float, nullable=False),
     Column("scores", JSON),  # the grade's named parts (a rubric's components); NULL without them
+    Column("reasons", JSON),  # why, for the parts that say (an LLM judge's reason); NULL without them
     UniqueConstraint("trajectory_id", "step"),
 )
 
@@ -439,6 +440,7 @@ def step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:
         row["tool_seconds"],
         row["at"],
         json_text(row["scores"]),
+        json_text(row.get("reasons")),
     )
 
 
