@@ -55,7 +55,7 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
-from openenv_mcp.training.groups import ashared_prefix_group
+from openenv_mcp.training.groups import ashared_prefix_group, opened_reset
 from openenv_mcp.trajectories.chat import ChatMessage
 from openenv_mcp.trajectories.turns import Turn
 
@@ -251,7 +251,7 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         ``start`` is an episode already open (a member of a shared-prefix group) that goes on from ``history``;
         by default a new one is opened.
         """
-        first = start or await self._open_episode(item)
+        first = start or await opened_reset(self._client, task_id=item["task_id"], seed=item["seed"])
         episode = RolloutEpisode(self._client, self._server_info, first, item["seed"], history=history)
         transcript = _Transcript()
         token = _transcript.set(transcript)
@@ -261,16 +261,6 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
             _transcript.reset(token)
             await self._close(episode.episode_id)
         return Played(item, episode.reward, episode.steps, episode.done, transcript.messages, len(history))
-
-    async def _open_episode(self, item: TaskItem) -> StepResult:
-        # shielded: cancelled meanwhile (Atropos stopping), the episode is still opened, so it is known and closed
-        request = asyncio.ensure_future(self._client.reset(task_id=item["task_id"], seed=item["seed"]))
-        try:
-            return await asyncio.shield(request)
-        except asyncio.CancelledError:
-            with contextlib.suppress(OpenEnvError, httpx.HTTPError):
-                await self._close((await request).episode_id)
-            raise
 
     async def _close(self, episode_id: str) -> None:
         self._open.discard(episode_id)

@@ -45,6 +45,7 @@ __all__ = [
     "PrefixGroup",
     "PrefixStep",
     "ashared_prefix_group",
+    "opened_reset",
     "prefix_actions",
     "shared_prefix_group",
 ]
@@ -282,6 +283,18 @@ class _PrefixEpisode(RolloutEpisode):
         return result
 
 
+async def opened_reset(client: AsyncEnvClient, *, task_id: str | None, seed: int | None) -> StepResult:
+    """``client.reset``, shielded: a caller cancelled while the server opens the episode (a trainer stopping)
+    still learns its id, closes it and is cancelled; the episode does not stay open on the server."""
+    request = asyncio.ensure_future(client.reset(task_id=task_id, seed=seed))
+    try:
+        return await asyncio.shield(request)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OpenEnvError, httpx.HTTPError):
+            await client.close_episode(episode_id=(await request).episode_id)
+        raise
+
+
 async def ashared_prefix_group(
     client: AsyncEnvClient,
     *,
@@ -300,7 +313,7 @@ async def ashared_prefix_group(
     if policy is not None and (steps is None or steps < 0 or server is None or actions):
         raise ConfigError("A prefix played by a policy needs steps >= 0 and the server's ServerInfo, and no actions")
     script = prefix_actions(list(actions))
-    first = await client.reset(task_id=task_id, seed=seed)
+    first = await opened_reset(client, task_id=task_id, seed=seed)
     group = _root(first, task_id, seed)
     try:
         if policy is not None and server is not None and steps:
