@@ -42,7 +42,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-import httpx
 from atroposlib.envs.base import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     APIServerConfig,
     BaseEnv,
@@ -55,7 +54,8 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
-from openenv_mcp.training.groups import ashared_prefix_group, opened_reset
+from openenv_mcp.training.groups import ashared_prefix_group
+from openenv_mcp.training.lifecycle import close_surely, opened_reset
 from openenv_mcp.trajectories.chat import ChatMessage
 from openenv_mcp.trajectories.turns import Turn
 
@@ -218,8 +218,11 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         try:
             group = await asyncio.gather(*plays, return_exceptions=True)
         finally:  # a member whose play never started (cancelled first) is still open: close it
+            cancelled = False
             for episode_id in [] if prefix is None else set(prefix.episode_ids) & self._open:
-                await self._close(episode_id)
+                cancelled = await self._close(episode_id) or cancelled
+            if cancelled:
+                raise asyncio.CancelledError
         failures = [outcome for outcome in group if isinstance(outcome, BaseException)]
         if failures:
             reasons = "; ".join(sorted({f"{type(e).__name__}: {e}" for e in failures}))
@@ -259,13 +262,14 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
             await policy(episode)
         finally:
             _transcript.reset(token)
-            await self._close(episode.episode_id)
+            if await self._close(episode.episode_id):
+                raise asyncio.CancelledError
         return Played(item, episode.reward, episode.steps, episode.done, transcript.messages, len(history))
 
-    async def _close(self, episode_id: str) -> None:
+    async def _close(self, episode_id: str) -> bool:
+        """Close ``episode_id`` to the end; whether this worker was cancelled meanwhile (see training.lifecycle)."""
         self._open.discard(episode_id)
-        with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # the server is gone or reaped it
-            await self._client.close_episode(episode_id=episode_id)
+        return await close_surely(self._client, episode_id)
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         started = time.time()

@@ -38,6 +38,7 @@ from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolE
 from openenv_mcp.models import BatchItem, StepResult
 from openenv_mcp.rollout.runner import Policy, RolloutEpisode
 from openenv_mcp.rollout.server import ServerInfo
+from openenv_mcp.training.lifecycle import close_surely, opened_reset, settle
 from openenv_mcp.trajectories.chat import ChatMessage, tool_call_message, tool_result_message
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "PrefixGroup",
     "PrefixStep",
     "ashared_prefix_group",
-    "opened_reset",
     "prefix_actions",
     "shared_prefix_group",
 ]
@@ -283,18 +283,6 @@ class _PrefixEpisode(RolloutEpisode):
         return result
 
 
-async def opened_reset(client: AsyncEnvClient, *, task_id: str | None, seed: int | None) -> StepResult:
-    """``client.reset``, shielded: a caller cancelled while the server opens the episode (a trainer stopping)
-    still learns its id, closes it and is cancelled; the episode does not stay open on the server."""
-    request = asyncio.ensure_future(client.reset(task_id=task_id, seed=seed))
-    try:
-        return await asyncio.shield(request)
-    except asyncio.CancelledError:
-        with contextlib.suppress(OpenEnvError, httpx.HTTPError):
-            await client.close_episode(episode_id=(await request).episode_id)
-        raise
-
-
 async def ashared_prefix_group(
     client: AsyncEnvClient,
     *,
@@ -324,22 +312,20 @@ async def ashared_prefix_group(
             except (ToolError, EpisodeFinished) as exc:
                 raise _refused(group, index, tool, exc) from None
             _played(group, tool, arguments, result)
-        # shielded: cancelled meanwhile, the forks are still made, so they are known and closed here
+        # cancelled meanwhile, the forks are still made, so they are known and closed here
         request = asyncio.ensure_future(client.fork_batch([group.root_id] * k))
-        try:
-            items = await asyncio.shield(request)
-        except asyncio.CancelledError:
-            made = [item.result.episode_id for item in await request if item.result is not None]
-            for episode_id in made:
-                with contextlib.suppress(OpenEnvError, httpx.HTTPError):
-                    await client.close_episode(episode_id=episode_id)
-            raise
+        if await settle(request):
+            if not request.cancelled() and request.exception() is None:
+                for item in request.result():
+                    if item.result is not None:
+                        await close_surely(client, item.result.episode_id)
+            raise asyncio.CancelledError
+        items = request.result()
         for episode_id in _members(group, items):
-            with contextlib.suppress(OpenEnvError, httpx.HTTPError):
-                await client.close_episode(episode_id=episode_id)
+            await close_surely(client, episode_id)
         if len(group.members) < k:
             raise _fork_error(items)
     finally:
-        with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # reaped already, or the server is gone
-            await client.close_episode(episode_id=group.root_id)
+        if await close_surely(client, group.root_id):  # cancelled again while closing it: still closed
+            raise asyncio.CancelledError
     return group

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import anyio
@@ -115,3 +116,31 @@ def test_the_async_twin_plays_a_policys_first_steps_as_the_prefix(server: LiveSe
 
     anyio.run(main)
     assert len(server.runtime.episodes) == 0
+
+
+def test_a_group_cancelled_again_and_again_while_it_opens_forks_or_closes_leaves_nothing_open(
+    server: LiveServer,
+) -> None:
+    """A trainer that stops cancels its workers, then ``asyncio.run`` cancels them again (Atropos does both):
+    cancelled at any point of making a group, however often, nothing stays open on the server."""
+
+    async def main() -> None:
+        async with AsyncEnvClient(server.url) as client:
+            for delay in (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.08):
+                made = asyncio.ensure_future(
+                    ashared_prefix_group(client, task_id="sql-001", seed=1, k=2, actions=[("list_tables", {})])
+                )
+                await asyncio.sleep(delay)
+                for _ in range(40):  # cancelled, and cancelled again while it cleans up
+                    made.cancel()
+                    await asyncio.sleep(0)
+                try:
+                    group = await made
+                except asyncio.CancelledError:
+                    pass
+                else:  # it was done before the first cancellation: its members are the caller's to close
+                    for episode_id in group.episode_ids:
+                        await client.close_episode(episode_id=episode_id)
+                assert len(server.runtime.episodes) == 0, f"left open when cancelled after {delay} s"
+
+    asyncio.run(main())

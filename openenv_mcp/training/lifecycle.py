@@ -1,0 +1,55 @@
+"""Opening and closing episodes from trainers' async workers, safe against being cancelled, once or again.
+
+A trainer that stops cancels its workers, and ``asyncio.run`` then cancels again whatever is still running
+(Atropos does both). A worker cancelled while the server opens an episode would never learn its id; one
+cancelled a second time while it closes an episode in a ``finally`` would leave it open. Here the request
+always runs to its end (the worker waits for it, however often it is cancelled meanwhile), what was opened
+is closed, and the cancellation is raised afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from openenv_mcp.client import AsyncEnvClient
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.models import StepResult
+
+__all__ = ["close_surely", "opened_reset", "settle"]
+
+
+async def settle(future: asyncio.Future[Any]) -> bool:
+    """Wait until ``future`` has ended, even if cancelled meanwhile (it is not cancelled with the waiter);
+    whether a cancellation came."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait([future])
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
+
+
+async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
+    """Close ``episode_id`` to the end (already closed or reaped, or the server gone: nothing to do); whether
+    the caller was cancelled meanwhile (raise ``asyncio.CancelledError`` once the rest is closed too)."""
+    close = asyncio.ensure_future(client.close_episode(episode_id=episode_id))
+    cancelled = await settle(close)
+    error = None if close.cancelled() else close.exception()
+    if error is not None and not isinstance(error, OpenEnvError | httpx.HTTPError):
+        raise error
+    return cancelled or close.cancelled()
+
+
+async def opened_reset(client: AsyncEnvClient, *, task_id: str | None, seed: int | None) -> StepResult:
+    """``client.reset``; cancelled while the server opens the episode, the episode is closed, then the
+    cancellation raised (the episode does not stay open on the server)."""
+    request = asyncio.ensure_future(client.reset(task_id=task_id, seed=seed))
+    if await settle(request):
+        if not request.cancelled() and request.exception() is None:
+            await close_surely(client, request.result().episode_id)
+        raise asyncio.CancelledError
+    return request.result()
