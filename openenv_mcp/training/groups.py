@@ -303,6 +303,7 @@ async def ashared_prefix_group(
     script = prefix_actions(list(actions))
     first = await opened_reset(client, task_id=task_id, seed=seed)
     group = _root(first, task_id, seed)
+    made = cancelled = False  # made: the group is whole; cancelled: a cancellation came while closing
     try:
         if policy is not None and server is not None and steps:
             await policy(_PrefixEpisode(client, server, first, group, steps))
@@ -322,10 +323,14 @@ async def ashared_prefix_group(
             raise asyncio.CancelledError
         items = request.result()
         for episode_id in _members(group, items):
-            await close_surely(client, episode_id)
+            cancelled = await close_surely(client, episode_id) or cancelled
         if len(group.members) < k:
             raise _fork_error(items)
+        made = True
     finally:
-        if await close_surely(client, group.root_id):  # cancelled again while closing it: still closed
+        cancelled = await close_surely(client, group.root_id) or cancelled
+        if cancelled:  # the caller never gets the group: its members are closed too
+            for episode_id in group.episode_ids if made else ():
+                await close_surely(client, episode_id)
             raise asyncio.CancelledError
     return group
