@@ -216,6 +216,24 @@ async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
     assert "6 (5 ok, 1 errors)" in table and f"1 x {crashed}" in table and "(seeds 2)" in table
 
 
+async def test_a_run_stopped_mid_way_leaves_no_episode_open() -> None:
+    """A Ctrl-C under ``openenv-mcp rollout`` cancels the run while episodes open, play and close."""
+    import asyncio
+
+    async def stalls(episode: RolloutEpisode) -> None:
+        await episode.step("list_tables", {})
+        await asyncio.sleep(30)
+
+    with live_server(environment, mode="sim") as server:
+        for wait in (0.0, 0.005, 0.02, 0.3):  # while resets are in flight, during steps, all playing
+            run = asyncio.ensure_future(run_rollouts(server.url, stalls, episodes=6, concurrency=3, seed=1))
+            await asyncio.sleep(wait)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            assert len(server.runtime.episodes) == 0, f"left open when stopped after {wait} s"
+
+
 async def test_discover_lists_the_tools_an_mcp_agent_sees(sql_server: LiveServer) -> None:
     info = await discover(sql_server.url)
     assert (info.name, info.description) == ("sql", environment.description)

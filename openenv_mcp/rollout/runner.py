@@ -9,7 +9,7 @@ reported with its message; the other episodes go on.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import inspect
 import math
 import time
@@ -24,6 +24,7 @@ import httpx
 from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
+from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
 from openenv_mcp.rollout.server import ServerInfo
 from openenv_mcp.trajectories.chat import ChatMessage
 
@@ -284,7 +285,7 @@ async def _episode(
     seed = reset.seed
     result = EpisodeResult(seed=seed, task_id=reset.task_id or "")
     try:
-        first = await client.reset(task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
+        first = await opened_reset(client, task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
     except (OpenEnvError, httpx.HTTPError) as exc:
         result.error = f"reset: {_describe(exc)}"
         return result
@@ -297,8 +298,8 @@ async def _episode(
     except (OpenEnvError, httpx.HTTPError) as exc:
         result.error = _describe(exc)
     finally:
-        with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # the server is gone or reaped it
-            await client.close_episode(episode_id=episode.episode_id)
+        if await close_surely(client, episode.episode_id):  # cancelled (Ctrl-C) meanwhile: closed all the same
+            raise asyncio.CancelledError
     result.task_id, result.episode_id = episode.task_id, episode.episode_id
     result.reward, result.steps, result.done = episode.reward, episode.steps, episode.done
     result.latencies = episode.latencies

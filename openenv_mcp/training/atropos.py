@@ -54,8 +54,8 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
+from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
 from openenv_mcp.training.groups import ashared_prefix_group
-from openenv_mcp.training.lifecycle import close_surely, opened_reset
 from openenv_mcp.trajectories.chat import ChatMessage
 from openenv_mcp.trajectories.turns import Turn
 
@@ -267,7 +267,7 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         return Played(item, episode.reward, episode.steps, episode.done, transcript.messages, len(history))
 
     async def _close(self, episode_id: str) -> bool:
-        """Close ``episode_id`` to the end; whether this worker was cancelled meanwhile (see training.lifecycle)."""
+        """Close ``episode_id`` to the end; whether this worker was cancelled meanwhile (see rollout.lifecycle)."""
         self._open.discard(episode_id)
         return await close_surely(self._client, episode_id)
 

@@ -31,7 +31,6 @@ module imports ``verl``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import os
 from collections import OrderedDict
@@ -55,6 +54,7 @@ from verl.tools.schemas import (  # type: ignore[import-not-found, import-untype
 
 from openenv_mcp.client import AsyncEnvClient, auth_headers
 from openenv_mcp.errors import BackendUnavailable, ConfigError, OpenEnvError
+from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
 from openenv_mcp.training.verl_config import AGENT_NAME, verl_tool_schema
 
 __all__ = ["AGENT_NAME", "OpenEnvMCPAgentLoop", "OpenEnvMCPTool", "open_episodes"]
@@ -213,8 +213,8 @@ class OpenEnvMCPTool(BaseTool):  # type: ignore[misc, unused-ignore]
             if episode.id is None and not episode.closed:
                 try:
                     task = episode.task
-                    opened = await episode.client.reset(
-                        task_id=task.get("task_id"), split=task.get("split"), seed=task.get("seed")
+                    opened = await opened_reset(
+                        episode.client, task_id=task.get("task_id"), split=task.get("split"), seed=task.get("seed")
                     )
                 except (httpx.HTTPError, OpenEnvError) as exc:
                     _episodes.pop((self.url, instance.key), None)  # the next call of the trajectory tries again
@@ -257,12 +257,12 @@ async def _close(episode: _Episode) -> None:
     if episode.closed:
         return
     episode.closed = True
-    try:
-        if episode.id is not None:
-            with contextlib.suppress(OpenEnvError, httpx.HTTPError):  # reaped already, or the server is gone
-                await episode.client.close_episode(episode_id=episode.id)
+    try:  # to the end, even if cancelled meanwhile (then raised once the client is closed too)
+        cancelled = episode.id is not None and await close_surely(episode.client, episode.id)
     finally:
         await episode.client.aclose()
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _evict() -> None:

@@ -1,10 +1,12 @@
-"""Opening and closing episodes from trainers' async workers, safe against being cancelled, once or again.
+"""Opening and closing episodes from async workers (the rollout runner's, trainers'), safe against being
+cancelled, once or again.
 
 A trainer that stops cancels its workers, and ``asyncio.run`` then cancels again whatever is still running
-(Atropos does both). A worker cancelled while the server opens an episode would never learn its id; one
-cancelled a second time while it closes an episode in a ``finally`` would leave it open. Here the request
-always runs to its end (the worker waits for it, however often it is cancelled meanwhile), what was opened
-is closed, and the cancellation is raised afterwards.
+(Atropos does both; a Ctrl-C under ``openenv-mcp rollout`` or ``eval`` cancels the runner's tasks). A worker
+cancelled while the server opens an episode would never learn its id; one cancelled a second time while it
+closes an episode in a ``finally`` would leave it open. Here the request always runs to its end (the worker
+waits for it, however often it is cancelled meanwhile), what was opened is closed, and the cancellation is
+raised afterwards.
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
     return cancelled or close.cancelled()
 
 
-async def opened_reset(client: AsyncEnvClient, *, task_id: str | None, seed: int | None) -> StepResult:
+async def opened_reset(
+    client: AsyncEnvClient, *, task_id: str | None, seed: int | None, split: str | None = None
+) -> StepResult:
     """``client.reset``; cancelled while the server opens the episode, the episode is closed, then the
     cancellation raised (the episode does not stay open on the server)."""
-    request = asyncio.ensure_future(client.reset(task_id=task_id, seed=seed))
+    request = asyncio.ensure_future(client.reset(task_id=task_id, split=split, seed=seed))
     if await settle(request):
         if not request.cancelled() and request.exception() is None:
             await close_surely(client, request.result().episode_id)
