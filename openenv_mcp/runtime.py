@@ -60,7 +60,7 @@ the source's actions; ``replay`` always replays."""
 
 log = logging.getLogger(__name__)
 
-_GC_YOUNG = 7_000  # the collector's youngest-generation threshold while serving (see Runtime.start)
+_GC_YOUNG = 7_000  # the collector's youngest-generation threshold while serving (see _Collector)
 
 DEFAULT_EPISODE = "default"
 """The episode a sim-mode MCP call without ``X-Episode-Id`` acts on (opened on first use)."""
@@ -125,7 +125,7 @@ class Runtime:
         self._default_lock = asyncio.Lock()
         self._defaults_opened = 0
         self._reaper: asyncio.Task[None] | None = None
-        self._gc_threshold: tuple[int, ...] | None = None  # the collector's thresholds before start
+        self._collecting = False  # counted among the runtimes _Collector serves for
         key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
         self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
         self.curriculum: Curriculum | None = None
@@ -169,21 +169,10 @@ class Runtime:
             )
         else:
             self._backend = await self.env.prod_backend(self.server_settings)
-        # Everything alive now (modules, the app, schemas, the tool table) lives as long as the server: move it
-        # out of the garbage collector's sight, so that the collections the step path's short-lived objects
-        # trigger stop re-scanning it (measured: batched steps over /ws went from 25 to 18 us of server CPU).
-        gc.freeze()
-        # A youngest generation ten times CPython's default (700 objects): a batch of steps holds about a thousand
-        # objects alive until its answer is sent, so the default threshold collects (and scans them) several
-        # times per batch; 4% of a batched step's instructions, 1% at this threshold (callgrind, bench/README.md).
-        self._gc_threshold = gc.get_threshold()
-        gc.set_threshold(_GC_YOUNG, *self._gc_threshold[1:])
+        _Collector.serving(self)
 
     async def stop(self) -> None:
-        gc.unfreeze()  # what start froze becomes collectable again (tests start and stop many servers)
-        if self._gc_threshold is not None:
-            gc.set_threshold(*self._gc_threshold)
-            self._gc_threshold = None
+        _Collector.stopped(self)
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
@@ -553,6 +542,41 @@ class Runtime:
             return construct(BatchItem, ok=True, result=result, error=None, status=200)
 
         return await eager_gather([one(step) for step in steps])
+
+
+class _Collector:
+    """The garbage collector while runtimes serve in this process. Its settings are the process's, so the first
+    runtime to start tunes them and the last to stop gives them back (tests and Ray replicas host several).
+
+    - Everything alive at a start (modules, the app, schemas, the tool table) lives as long as the server: it is
+      frozen, out of the collector's sight, so that the collections the step path's short-lived objects trigger
+      stop re-scanning it (measured: batched steps over ``/ws`` went from 25 to 18 us of server CPU).
+    - The youngest generation holds ten times CPython's default (700 objects): a batch of steps keeps about a
+      thousand objects alive until its answer is sent, so the default collects (and scans them) several times
+      per batch: 5% of a batched step's instructions, about none at this threshold (callgrind, bench/README.md).
+    """
+
+    running = 0
+    threshold: tuple[int, ...] = ()
+
+    @classmethod
+    def serving(cls, runtime: Runtime) -> None:
+        gc.freeze()
+        if cls.running == 0:
+            cls.threshold = gc.get_threshold()
+            gc.set_threshold(_GC_YOUNG, *cls.threshold[1:])
+        cls.running += 1
+        runtime._collecting = True
+
+    @classmethod
+    def stopped(cls, runtime: Runtime) -> None:
+        if not runtime._collecting:
+            return
+        runtime._collecting = False
+        cls.running -= 1
+        if cls.running == 0:
+            gc.unfreeze()  # what the starts froze becomes collectable again
+            gc.set_threshold(*cls.threshold)
 
 
 def crashed(what: str, exc: Exception, consequence: str, *, detail: bool = True) -> EnvironmentCrashed:

@@ -12,7 +12,8 @@ raised afterwards.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import httpx
 
@@ -20,7 +21,9 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
 
-__all__ = ["close_surely", "opened_reset", "settle"]
+__all__ = ["close_all", "close_surely", "finished", "opened_reset", "settle"]
+
+T = TypeVar("T")
 
 
 async def settle(future: asyncio.Future[Any]) -> bool:
@@ -35,6 +38,13 @@ async def settle(future: asyncio.Future[Any]) -> bool:
     return cancelled
 
 
+def finished(future: asyncio.Future[T]) -> T | None:
+    """The result of a ``future`` that has ended; ``None`` if it failed or was cancelled (its error retrieved)."""
+    if future.cancelled() or future.exception() is not None:
+        return None
+    return future.result()
+
+
 async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
     """Close ``episode_id`` to the end (already closed or reaped, or the server gone: nothing to do); whether
     the caller was cancelled meanwhile (raise ``asyncio.CancelledError`` once the rest is closed too)."""
@@ -46,6 +56,14 @@ async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
     return cancelled or close.cancelled()
 
 
+async def close_all(client: AsyncEnvClient, episode_ids: Iterable[str]) -> bool:
+    """:func:`close_surely` each of ``episode_ids``, every one to the end; whether a cancellation came."""
+    cancelled = False
+    for episode_id in episode_ids:
+        cancelled = await close_surely(client, episode_id) or cancelled
+    return cancelled
+
+
 async def opened_reset(
     client: AsyncEnvClient, *, task_id: str | None, seed: int | None, split: str | None = None
 ) -> StepResult:
@@ -53,7 +71,7 @@ async def opened_reset(
     cancellation raised (the episode does not stay open on the server)."""
     request = asyncio.ensure_future(client.reset(task_id=task_id, split=split, seed=seed))
     if await settle(request):
-        if not request.cancelled() and request.exception() is None:
-            await close_surely(client, request.result().episode_id)
+        if (first := finished(request)) is not None:
+            await close_surely(client, first.episode_id)
         raise asyncio.CancelledError
     return request.result()

@@ -54,7 +54,7 @@ from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
-from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
+from openenv_mcp.rollout.lifecycle import close_all, close_surely, opened_reset
 from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
 from openenv_mcp.trajectories.turns import Turn
@@ -218,10 +218,9 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         try:
             group = await asyncio.gather(*plays, return_exceptions=True)
         finally:  # a member whose play never started (cancelled first) is still open: close it
-            cancelled = False
-            for episode_id in [] if prefix is None else set(prefix.episode_ids) & self._open:
-                cancelled = await self._close(episode_id) or cancelled
-            if cancelled:
+            unplayed = set() if prefix is None else set(prefix.episode_ids) & self._open
+            self._open -= unplayed
+            if await close_all(self._client, unplayed):
                 raise asyncio.CancelledError
         failures = [outcome for outcome in group if isinstance(outcome, BaseException)]
         if failures:

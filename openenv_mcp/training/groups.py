@@ -36,7 +36,7 @@ import httpx
 from openenv_mcp.client import AsyncEnvClient, EnvClient
 from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolError, error_for_code
 from openenv_mcp.models import BatchItem, StepResult
-from openenv_mcp.rollout.lifecycle import close_surely, opened_reset, settle
+from openenv_mcp.rollout.lifecycle import close_all, finished, opened_reset, settle
 from openenv_mcp.rollout.runner import Policy, RolloutEpisode
 from openenv_mcp.rollout.server import ServerInfo
 from openenv_mcp.trajectories.chat import ChatMessage, tool_call_message, tool_result_message
@@ -316,21 +316,17 @@ async def ashared_prefix_group(
         # cancelled meanwhile, the forks are still made, so they are known and closed here
         request = asyncio.ensure_future(client.fork_batch([group.root_id] * k))
         if await settle(request):
-            if not request.cancelled() and request.exception() is None:
-                for item in request.result():
-                    if item.result is not None:
-                        await close_surely(client, item.result.episode_id)
+            forks = finished(request) or []
+            await close_all(client, [item.result.episode_id for item in forks if item.result is not None])
             raise asyncio.CancelledError
         items = request.result()
-        for episode_id in _members(group, items):
-            cancelled = await close_surely(client, episode_id) or cancelled
+        cancelled = await close_all(client, _members(group, items))
         if len(group.members) < k:
             raise _fork_error(items)
         made = True
     finally:
-        cancelled = await close_surely(client, group.root_id) or cancelled
+        cancelled = await close_all(client, [group.root_id]) or cancelled
         if cancelled:  # the caller never gets the group: its members are closed too
-            for episode_id in group.episode_ids if made else ():
-                await close_surely(client, episode_id)
+            await close_all(client, group.episode_ids if made else [])
             raise asyncio.CancelledError
     return group
