@@ -275,3 +275,16 @@ async def test_a_served_runtime_collects_young_objects_less_often_and_gives_the_
         await runtime.stop()
     assert serving == (7_000, *before[1:])  # a batch's live objects are not re-scanned several times per batch
     assert gc.get_threshold() == before  # a process hosting servers one after another gets its own setting back
+
+
+async def test_runtimes_sharing_a_process_give_the_collector_back_when_the_last_one_stops() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    first, second = (build_runtime(environment, Settings(mode="sim")) for _ in range(2))
+    await first.start()
+    await second.start()
+    await first.stop()  # stops first, started first: the other one still serves
+    assert gc.get_threshold()[0] == 7_000
+    await second.stop()
+    assert gc.get_threshold() == before
