@@ -2,7 +2,7 @@
 # (openenv is installed in .venv/openenv only, never in the project's venv that mypy checks with)
 """Baseline C: OpenEnv (``openenv``, its latest release) serving a minimal environment like ``bench/trivial.py``.
 
-Runs under OpenEnv's venv (``.venv/openenv``, shared with tests/test_openenv_wire.py), never the project's:
+Runs under OpenEnv's venv (``.venv/openenv``, shared with tests/doors/test_openenv.py), never the project's:
 ``bench/servers.py`` starts it as ``.venv/openenv/bin/python bench/baseline_openenv.py --port P --tables a,b,...``.
 
 The environment takes an action ``{"tool", "arguments"}`` and answers with the table list, like the other baselines.

@@ -2,7 +2,7 @@
 # (openreward is installed in .venv/ors-client only, never in the project's venv that mypy checks with)
 """Baseline D: the ORS SDK's own server (``openreward.environments.Server``) serving an environment like ours.
 
-Runs under the ORS client venv (``.venv/ors-client``, the one tests/test_ors.py makes for the reference client;
+Runs under the ORS client venv (``.venv/ors-client``, the one tests/doors/test_ors.py makes for the reference client;
 the benchmark adds uvloop and httptools to it): ``bench/servers.py`` starts it as
 ``.venv/ors-client/bin/python bench/baseline_ors.py --port P --tables a,b,...``.
 

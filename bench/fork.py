@@ -60,7 +60,7 @@ def _source(http: Http, examples: list[tuple[str, dict[str, object]]]) -> str:
 
 
 def _measure_env(ctx: Context, env: str, server: servers.Server) -> list[Row]:
-    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.environment.catalog import load_environment
 
     environment = load_environment(env)
     examples = [(name, dict(arguments)) for name, arguments in environment.examples]

@@ -141,7 +141,7 @@ def _cpu_row(section: str, metric: str, ours: Block, base: Block, base_name: str
 
 
 def _examples(name: str) -> list[tuple[str, dict[str, Any]]]:
-    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.environment.catalog import load_environment
 
     return [(tool, dict(args)) for tool, args in load_environment(name).examples]
 

@@ -103,7 +103,7 @@ async def _measure(server: servers.Server, total: int, opener: Any) -> dict[str,
 
 
 def _examples(env: str) -> list[tuple[str, dict[str, Any]]]:
-    from openenv_mcp.catalog import load_environment
+    from openenv_mcp.environment.catalog import load_environment
 
     examples = [(tool, dict(arguments)) for tool, arguments in load_environment(env).examples]
     return examples[:1] if env == "coding" else examples

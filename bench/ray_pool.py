@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.ray_pool [--rounds 4] [--duration 2] [--clients 16] [--replicas 1,2,4]
 
-Starts a real two-node Ray cluster on this machine (tests/ray_cluster.py: a head and a worker node, each
+Starts a real two-node Ray cluster on this machine (tests/support/ray.py: a head and a worker node, each
 its own process group), then for each replica count: an ``AsyncRayPool`` of sql replicas (actors spread
 over both nodes) and an ``AsyncEnvPool`` over the very same replicas' URLs. Each pool opens ``--clients``
 episodes, and each episode is a client stepping ``list_tables`` back to back through its pool; a cell counts
@@ -31,7 +31,7 @@ import ray
 
 from openenv_mcp.deploy.pool import AsyncEnvPool
 from openenv_mcp.deploy.ray_pool import AsyncRayPool
-from tests.ray_cluster import ray_cluster
+from tests.support.ray import ray_cluster
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVER_ENV = {"OPENENV_TRAJECTORIES": "off", "OPENENV_MAX_STEPS": str(10**9)}

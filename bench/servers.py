@@ -28,9 +28,9 @@ STOP_TIMEOUT = 10.0
 MAX_STEPS = 10**9  # one long episode per client: no step limit inside a measured block
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-OPENENV_VENV = ROOT / ".venv" / "openenv"  # shared with tests/test_openenv_wire.py, which makes it the same way
+OPENENV_VENV = ROOT / ".venv" / "openenv"  # shared with tests/doors/test_openenv.py, which makes it the same way
 OPENENV_REQUIREMENTS = ROOT / "tests" / "interop" / "openenv-requirements.txt"
-ORS_VENV = ROOT / ".venv" / "ors-client"  # shared with tests/test_ors.py (the reference ORS client)
+ORS_VENV = ROOT / ".venv" / "ors-client"  # shared with tests/doors/test_ors.py (the reference ORS client)
 ORS_REQUIREMENTS = ROOT / "tests" / "interop" / "ors-requirements.txt"
 PEER_SERVING = ("uvloop", "httptools")  # served like ours; the tests' clients do not need them
 TRAJECTORY_DIR = Path(tempfile.gettempdir()) / f"openenv-mcp-bench-{os.getpid()}"  # one per run: runs may overlap
@@ -182,7 +182,7 @@ def ors_sdk(tables: Sequence[str], python: Path) -> ServerSpec:
 def openenv_python() -> tuple[Path | None, str]:
     """The OpenEnv venv's python, made on first use; ``(None, why)`` when it cannot be made.
 
-    The venv is the one ``tests/test_openenv_wire.py`` makes (same place, same stamp: a hash of the requirements
+    The venv is the one ``tests/doors/test_openenv.py`` makes (same place, same stamp: a hash of the requirements
     file), so whichever runs first makes it for both; the benchmark adds uvloop and httptools to it.
     """
     return _peer_python(OPENENV_VENV, OPENENV_REQUIREMENTS, "openenv.core", "openenv")
@@ -191,7 +191,7 @@ def openenv_python() -> tuple[Path | None, str]:
 def ors_python() -> tuple[Path | None, str]:
     """The ORS client venv's python (``openreward``, whose SDK also holds the ORS server), made on first use.
 
-    The venv is the one ``tests/test_ors.py`` makes for the reference client (same place, same stamp); the
+    The venv is the one ``tests/doors/test_ors.py`` makes for the reference client (same place, same stamp); the
     benchmark adds uvloop and httptools to it.
     """
     return _peer_python(ORS_VENV, ORS_REQUIREMENTS, "openreward.environments", "openreward")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from openenv_mcp import Environment, Grade, Task, TaskSet, Toolbox
-from openenv_mcp.tools import BoundCall
+from openenv_mcp.environment.tools import BoundCall
 
 # The SQL fixture's tables: the baselines return the same list (bench/servers.py passes it on their command line).
 TABLES = ["categories", "customers", "employees", "order_items", "orders", "products", "regions", "suppliers"]
@@ -79,7 +79,7 @@ environment: Environment[TrivialBackend, Task] = Environment(
 
 
 def main(argv: list[str] | None = None) -> int:
-    import openenv_mcp.catalog as catalog
+    import openenv_mcp.environment.catalog as catalog
     from openenv_mcp import cli
 
     shipped = catalog.load_environment

@@ -12,7 +12,7 @@ import random
 import sys
 
 from openenv_mcp import EnvClient
-from openenv_mcp.curriculum import Curriculum
+from openenv_mcp.rewards.curriculum import Curriculum
 from openenv_mcp.training.groups import shared_prefix_group
 
 

@@ -231,7 +231,7 @@ async def main(url: str) -> dict[str, Any]:
     from verl.tools.tool_registry import initialize_tools_from_config
 
     from openenv_mcp.client import AsyncEnvClient
-    from openenv_mcp.rollout.server import discover
+    from openenv_mcp.client.discovery import discover
     from openenv_mcp.training.verl_config import dataset_rows, tool_config
 
     info = await discover(url)

@@ -2,7 +2,9 @@
 
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.environment import Environment, ProdService, Upstream
+from openenv_mcp.environment.spec import Environment, ProdService, Upstream
+from openenv_mcp.environment.tasks import Grade, Task, TaskSet
+from openenv_mcp.environment.tools import BoundCall, Tool, Toolbox
 from openenv_mcp.errors import (
     BackendUnavailable,
     CapacityExceeded,
@@ -22,8 +24,6 @@ from openenv_mcp.errors import (
 )
 from openenv_mcp.models import Action, EpisodeState, Observation, StepResult, TaskInfo
 from openenv_mcp.settings import Settings
-from openenv_mcp.tasks import Grade, Task, TaskSet
-from openenv_mcp.tools import BoundCall, Tool, Toolbox
 
 if TYPE_CHECKING:
     from openenv_mcp.client import AsyncEnvClient, EnvClient

@@ -17,7 +17,7 @@
     │   └── ReplayDiverged     replaying an episode's actions gave other observations (names the step)
     ├── CapacityExceeded       too many open episodes
     ├── ModeError              a sim-only operation asked of a prod server (or the reverse)
-    ├── AccessDenied           an HTTP request refused before any route (openenv_mcp.security)
+    ├── AccessDenied           an HTTP request refused before any route (openenv_mcp.doors.guard)
     │   ├── Unauthorized       missing or wrong bearer token (401)
     │   ├── HostNotAllowed     a Host header this server does not answer to (421)
     │   └── OriginNotAllowed   a browser page from an origin not allowed (403)

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from openenv_mcp import Settings
-from openenv_mcp.app import build_runtime
+from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.rollout import EpisodeResult, Summary
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import iter_records, record_trajectories

@@ -42,7 +42,7 @@ def test_public_api_is_pinned() -> None:
 
 
 def test_only_the_two_adapters_import_the_mcp_sdk() -> None:
-    # mcp_adapter.py is the server side (our MCP door), upstream.py the client side (prod from an upstream server)
+    # doors/mcp.py is the server side (our MCP door), backends/upstream.py the client side (prod from an upstream)
     from pathlib import Path
 
     package = Path(openenv_mcp.__file__).parent
@@ -51,4 +51,4 @@ def test_only_the_two_adapters_import_the_mcp_sdk() -> None:
         for p in package.rglob("*.py")
         if "from mcp" in p.read_text() or "import mcp" in p.read_text()
     )
-    assert importers == ["mcp_adapter.py", "upstream.py"]
+    assert importers == ["backends/upstream.py", "doors/mcp.py"]

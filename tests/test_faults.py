@@ -38,18 +38,18 @@ import pytest
 from aiosmtpd.controller import Controller
 from websockets.sync.client import connect
 
-from openenv_mcp.episodes import EpisodeTable
+from openenv_mcp.environment.tasks import Task
+from openenv_mcp.runtime.episodes import EpisodeTable
 from openenv_mcp.servers.email import environment as email_environment
 from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.search.load import load_corpus
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.servers.sql.load import load
-from openenv_mcp.tasks import Task
 from tests import buggy_env
-from tests.buggy_env import buggy
-from tests.email_services import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
-from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import LiveServer, live_server, mcp_call, record, wait_for
+from tests.support.buggy_env import buggy
+from tests.support.email import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
+from tests.support.postgres import PgCluster, pg_cluster
 
 READER = "reader"
 SLEEPING = "SELECT pg_sleep(30)"

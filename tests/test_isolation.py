@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from websockets.sync.client import ClientConnection, connect
 
-from openenv_mcp.catalog import load_environment
+from openenv_mcp.environment.catalog import load_environment
 from tests.support import IN_CI, LiveServer, live_server, require_service
 
 Step = tuple[str, dict[str, Any]]

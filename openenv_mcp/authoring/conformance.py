@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp.environment import Environment
+from openenv_mcp.environment.spec import Environment
 from openenv_mcp.errors import OpenEnvError
 
 __all__ = ["ConformanceError", "check_environment"]

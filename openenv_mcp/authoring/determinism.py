@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from openenv_mcp.environment import Environment
+from openenv_mcp.environment.spec import Environment
 from openenv_mcp.errors import ConfigError, OpenEnvError
 from openenv_mcp.settings import Settings
 
@@ -78,7 +78,7 @@ def audit_determinism(
         raise ConfigError("The determinism audit needs hypothesis: pip install 'openenv-mcp[audit]'") from None
     from anyio.from_thread import start_blocking_portal
 
-    from openenv_mcp.app import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app, build_runtime
 
     pool = list(actions if actions is not None else environment.examples)
     if not pool:

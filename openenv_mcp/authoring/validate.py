@@ -38,7 +38,7 @@ from typing import Any
 import anyio
 import httpx
 
-from openenv_mcp.environment import Environment
+from openenv_mcp.environment.spec import Environment
 from openenv_mcp.settings import Settings
 
 __all__ = ["PROBE_STEPS", "REWARD_RANGE", "Finding", "Report", "validate_environment", "validate_url"]
@@ -125,11 +125,10 @@ def validate_environment(env: Environment[Any, Any], *, registry: Path | str | N
         registry: The registry directory holding ``NAME.server.json``; by default ``./registry``
             when it exists (a missing entry is then a warning, a stale one an error).
     """
-    from openenv_mcp.mcp_adapter import declared_tools
 
     report = Report(target=f"{env.name} (in process)")
     report.checks += ["tools", "parity", "declaration", "contract", "determinism", "isolation", "rewards", "registry"]
-    check_tools(report, declared_tools(env.tools))
+    check_tools(report, env.tools.listing())
     _check_parity(report, env)
     _check_declaration(report, env)
     anyio.run(_check_in_process, report, env)
@@ -214,7 +213,7 @@ def _annotation(tools: Sequence[Mapping[str, Any]], name: str, key: str) -> Any:
 
 
 def _check_parity(report: Report, env: Environment[Any, Any]) -> None:
-    from openenv_mcp.mcp_adapter import McpDoor
+    from openenv_mcp.doors.mcp import McpDoor
     from openenv_mcp.runtime import Runtime
 
     # The tool list needs no backend, so prod is built without connecting to anything.
@@ -279,7 +278,7 @@ def _check_registry(report: Report, env: Environment[Any, Any], registry: Path |
 
 
 async def _check_in_process(report: Report, env: Environment[Any, Any]) -> None:
-    from openenv_mcp.app import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app, build_runtime
 
     runtime = build_runtime(env, Settings(mode="sim", max_episodes=32))
     app = build_app(runtime)

@@ -34,7 +34,7 @@ def add_commands(commands: Any) -> None:
 
 def postgres_urls(names: list[str]) -> dict[str, str]:
     """The PostgreSQL URL each named server (default: all) is configured with, from its settings."""
-    from openenv_mcp.catalog import load_environment, server_names
+    from openenv_mcp.environment.catalog import load_environment, server_names
     from openenv_mcp.settings import load_settings
 
     urls: dict[str, str] = {}

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from openenv_mcp.catalog import load_environment
 from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, ContainerNeeds
+from openenv_mcp.environment.catalog import load_environment
 from openenv_mcp.settings import Mode
 
 __all__ = ["KUBE_DESKTOP_IMAGE", "KUBE_IMAGE", "build_manifests", "dump_manifests", "resource_name"]

@@ -19,7 +19,7 @@ with the display stack), as ``openenv-mcp serve NAME`` with the mode from ``MODE
 0.0.0.0:8000 inside its container, accepts its service name as ``Host`` on ``/mcp``, publishes one
 port on the host, has a ``/readyz`` healthcheck, the restart policy :data:`RESTART`, resource limits and
 ``deploy.replicas`` for Docker Swarm. In sim mode that is all. In prod mode, for each declared
-:class:`~openenv_mcp.environment.ProdService` this module knows how to run (PostgreSQL today), the
+:class:`~openenv_mcp.environment.spec.ProdService` this module knows how to run (PostgreSQL today), the
 stack bundles the service, wires the server's URL setting to it, and adds a one-shot loader
 (``python -m openenv_mcp.deploy.provision``) that creates the server's database and a SELECT-only role and
 loads the demo data with ``python -m <server package>.load URL`` when the package has such a module.
@@ -47,8 +47,8 @@ from typing import Any
 
 import yaml
 
-from openenv_mcp.catalog import GROUP, load_environment, server_names
-from openenv_mcp.environment import Environment, ProdService, Variable
+from openenv_mcp.environment.catalog import GROUP, load_environment, server_names
+from openenv_mcp.environment.spec import Environment, ProdService, Variable
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.settings import Mode
 
@@ -109,7 +109,7 @@ def _required(variable: str, what: str) -> str:
 class ContainerNeeds:
     """What a server needs from its container beyond the defaults (the image runs as a non-root user).
 
-    Until :class:`~openenv_mcp.environment.Environment` can declare it, the table below holds it.
+    Until :class:`~openenv_mcp.environment.spec.Environment` can declare it, the table below holds it.
     ``volume_owner`` (``uid:gid``) owns the prod volumes: the image's directories give it to
     compose's named volumes; Kubernetes gets an init container that hands them over.
     ``target`` is the Dockerfile target the server's image is built from (``slim`` or ``desktop``);

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openenv_mcp.client.discovery import ServerInfo
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.evaluation.metrics import TaskScore, mean_over_tasks, score_tasks
 from openenv_mcp.rollout.runner import EpisodeResult, Policy, Reset, run_plan
-from openenv_mcp.rollout.server import ServerInfo
 
 __all__ = ["Evaluation", "Trial", "TrialLog", "evaluate"]
 

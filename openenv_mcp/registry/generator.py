@@ -1,8 +1,8 @@
 """Registry entries generated from the servers' declarations, and the drift check against the files.
 
 Everything in an entry comes from code: the description, version and settings from the
-:class:`~openenv_mcp.environment.Environment`, the tools and their schemas exactly as ``tools/list``
-sends them (:meth:`~openenv_mcp.mcp_adapter.McpDoor.tool_list`), and the HTTP endpoints from the
+:class:`~openenv_mcp.environment.spec.Environment`, the tools and their schemas exactly as ``tools/list``
+sends them (:meth:`~openenv_mcp.doors.mcp.McpDoor.tool_list`), and the HTTP endpoints from the
 app each mode serves. ``openenv-mcp registry generate --check`` fails on any difference.
 """
 
@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.environment import Environment, ProdService
+from openenv_mcp.environment.spec import Environment, ProdService
 from openenv_mcp.errors import ConfigError, RegistryError
 from openenv_mcp.registry.entry import (
     FORMAT,
@@ -200,18 +200,13 @@ def _service(env: Environment[Any, Any], service: ProdService) -> ServiceBinding
 
 
 def _tool_list(env: Environment[Any, Any]) -> list[dict[str, Any]]:
-    from openenv_mcp.mcp_adapter import McpDoor
-    from openenv_mcp.runtime import Runtime
-    from openenv_mcp.settings import Settings
-
-    # Listing tools needs no backend (the same list in both modes, which conformance checks).
-    return McpDoor(Runtime(env, Settings(mode="sim"), None)).tool_list()
+    return env.tools.listing()  # the same list in both modes, which conformance checks
 
 
 def _endpoints(env: Environment[Any, Any]) -> list[Endpoint]:
     from starlette.routing import Route, WebSocketRoute
 
-    from openenv_mcp.app import build_app
+    from openenv_mcp.doors.http import build_app
     from openenv_mcp.runtime import Runtime
     from openenv_mcp.settings import Settings
 
@@ -280,7 +275,7 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
     Raises:
         RegistryError: a server cannot be loaded or described (nothing is written then).
     """
-    from openenv_mcp.catalog import load_environment, server_names
+    from openenv_mcp.environment.catalog import load_environment, server_names
 
     where = Path(directory)
     installed = server_names()

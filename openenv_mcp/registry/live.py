@@ -2,7 +2,7 @@
 
 Speaks the sessionless 2026-07-28 era (``server/discover``, then ``tools/list``, each a
 self-contained POST) and, for servers that predate it, the legacy ``initialize`` handshake.
-Only :mod:`openenv_mcp.mcp_adapter` imports the MCP SDK, so this module speaks the wire itself.
+Only :mod:`openenv_mcp.doors.mcp` imports the MCP SDK, so this module speaks the wire itself.
 """
 
 from __future__ import annotations

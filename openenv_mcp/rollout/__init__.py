@@ -6,9 +6,9 @@ summary = await run_rollouts(url, scripted_policy(environment.examples), episode
 print(summary.render())
 """
 
+from openenv_mcp.client.discovery import ServerInfo, ServerProcess, discover
 from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy, scripted_policy
 from openenv_mcp.rollout.runner import EpisodeResult, Policy, PolicyError, RolloutEpisode, Summary, run_rollouts
-from openenv_mcp.rollout.server import ServerInfo, ServerProcess, discover
 
 __all__ = [
     "EpisodeResult",

@@ -26,7 +26,7 @@ from typing import Any, Self
 
 import httpx
 
-from openenv_mcp.environment import Environment
+from openenv_mcp.environment.spec import Environment
 from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolError
 from openenv_mcp.rollout.capture import CAPTURE_OPTIONS, captured_turn
 from openenv_mcp.rollout.runner import Policy, PolicyError, RolloutEpisode

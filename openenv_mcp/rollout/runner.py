@@ -22,10 +22,10 @@ import anyio
 import httpx
 
 from openenv_mcp.client import AsyncEnvClient
+from openenv_mcp.client.discovery import ServerInfo
+from openenv_mcp.client.lifecycle import close_surely, opened_reset
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
-from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
-from openenv_mcp.rollout.server import ServerInfo
 from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
@@ -252,7 +252,7 @@ async def run_plan(
     token: str | None = None,
 ) -> Summary:
     """Run one episode per :class:`Reset` of ``plan``, ``concurrency`` at a time (see :func:`run_rollouts`)."""
-    from openenv_mcp.rollout.server import discover
+    from openenv_mcp.client.discovery import discover
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     client = AsyncEnvClient(url, token=token, transport=httpx.AsyncHTTPTransport(limits=limits))

@@ -51,10 +51,10 @@ from atroposlib.envs.base import (  # type: ignore[import-not-found, import-unty
 from pydantic import Field
 
 from openenv_mcp.client import AsyncEnvClient
+from openenv_mcp.client.lifecycle import close_all, close_surely, opened_reset
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
-from openenv_mcp.rollout.lifecycle import close_all, close_surely, opened_reset
 from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
 from openenv_mcp.trajectories.turns import Turn

@@ -34,11 +34,11 @@ from typing import Any, Literal
 import httpx
 
 from openenv_mcp.client import AsyncEnvClient, EnvClient
+from openenv_mcp.client.discovery import ServerInfo
+from openenv_mcp.client.lifecycle import close_all, finished, opened_reset, settle
 from openenv_mcp.errors import ConfigError, EpisodeFinished, OpenEnvError, ToolError, error_for_code
 from openenv_mcp.models import BatchItem, StepResult
-from openenv_mcp.rollout.lifecycle import close_all, finished, opened_reset, settle
 from openenv_mcp.rollout.runner import Policy, RolloutEpisode
-from openenv_mcp.rollout.server import ServerInfo
 from openenv_mcp.trajectories.chat import ChatMessage, tool_call_message, tool_result_message
 
 __all__ = [

@@ -63,10 +63,10 @@ from typing import Any, ClassVar
 import httpx
 
 from openenv_mcp.client import EnvClient, auth_headers
+from openenv_mcp.client.discovery import ServerInfo, discover
 from openenv_mcp.deploy.providers.base import Provider
 from openenv_mcp.errors import BackendUnavailable, ConfigError, EpisodeFinished, OpenEnvError, ResetNeeded, ToolFailed
 from openenv_mcp.models import TaskInfo
-from openenv_mcp.rollout.server import ServerInfo, discover
 from openenv_mcp.training.groups import MemberPool, prefix_actions, shared_prefix_group
 from openenv_mcp.training.tool_schema import method_signature, python_type, trl_schema
 
@@ -341,7 +341,7 @@ def task_rows(
     Each row has ``prompt`` (conversational: the server's description as the system message when
     ``system_prompt``, then an empty user message that ``reset`` fills with the task), ``task_id``,
     ``split`` and ``seed``. ``tasks`` gives the tasks instead (e.g. drawn by a
-    :class:`~openenv_mcp.curriculum.Curriculum` over ``EnvClient.tasks()``), one row per task given and seed,
+    :class:`~openenv_mcp.rewards.curriculum.Curriculum` over ``EnvClient.tasks()``), one row per task given and seed,
     in that order, repeats included.
 
     With ``prefix`` (actions: ``(tool, arguments)`` pairs or ``{"tool", "arguments"}`` objects), each row is a

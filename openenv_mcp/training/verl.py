@@ -53,8 +53,8 @@ from verl.tools.schemas import (  # type: ignore[import-not-found, import-untype
 )
 
 from openenv_mcp.client import AsyncEnvClient, auth_headers
+from openenv_mcp.client.lifecycle import close_surely, opened_reset
 from openenv_mcp.errors import BackendUnavailable, ConfigError, OpenEnvError
-from openenv_mcp.rollout.lifecycle import close_surely, opened_reset
 from openenv_mcp.training.verl_config import AGENT_NAME, verl_tool_schema
 
 __all__ = ["AGENT_NAME", "OpenEnvMCPAgentLoop", "OpenEnvMCPTool", "open_episodes"]
@@ -129,7 +129,7 @@ class OpenEnvMCPTool(BaseTool):  # type: ignore[misc, unused-ignore]
     def _schema_from_server(self, name: str) -> dict[str, Any]:
         from concurrent.futures import ThreadPoolExecutor
 
-        from openenv_mcp.rollout.server import discover
+        from openenv_mcp.client.discovery import discover
 
         with ThreadPoolExecutor(1) as pool:  # verl may build tools inside a running event loop
             info = pool.submit(asyncio.run, discover(self.url, token=self.token)).result()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from openenv_mcp.rollout.server import ServerInfo
+    from openenv_mcp.client.discovery import ServerInfo
 
 __all__ = ["AGENT_NAME", "TOOL_CLASS", "add_commands", "dataset_rows", "mcp_config", "tool_config", "verl_tool_schema"]
 
@@ -82,7 +82,7 @@ def tool_config(info: ServerInfo, *, url: str | None = None, timeout: float = 30
     """verl's tool config (the YAML ``tool_config_path`` names) for every tool of a server.
 
     Args:
-        info: The server, as :func:`openenv_mcp.rollout.server.discover` found it.
+        info: The server, as :func:`openenv_mcp.client.discovery.discover` found it.
         url: The URL verl's workers reach the server at (default: the one it was found at).
         timeout: Seconds each request to the server may take.
     """
@@ -151,7 +151,7 @@ def add_commands(commands: Any) -> None:
 def _tools(args: argparse.Namespace) -> int:
     import anyio
 
-    from openenv_mcp.rollout.server import discover
+    from openenv_mcp.client.discovery import discover
 
     info = anyio.run(discover, args.url)
     _write(yaml.safe_dump(tool_config(info, timeout=args.timeout), sort_keys=False, allow_unicode=True), args.output)

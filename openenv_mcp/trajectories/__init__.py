@@ -10,10 +10,25 @@
 Importing this package does not import SQLAlchemy; the store is loaded when first used.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from openenv_mcp.trajectories.chat import openai_tools
-from openenv_mcp.trajectories.export import EpisodeFilter, chat_record, export_jsonl, iter_records
+from openenv_mcp.trajectories.export import chat_record, export_jsonl, iter_records
 from openenv_mcp.trajectories.recorder import TrajectoryRecorder, record_trajectories
 from openenv_mcp.trajectories.turns import Turn, TurnRecorder, TurnSink, token_fields
+
+if TYPE_CHECKING:
+    from openenv_mcp.trajectories.store import EpisodeFilter
+
+
+def __getattr__(name: str) -> Any:
+    # EpisodeFilter lives with the store it selects from; the store (and SQLAlchemy) loads on first use.
+    if name == "EpisodeFilter":
+        from openenv_mcp.trajectories.store import EpisodeFilter
+
+        return EpisodeFilter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EpisodeFilter",

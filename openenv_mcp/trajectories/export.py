@@ -19,37 +19,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from openenv_mcp.trajectories.chat import openai_tools, tool_call_message, tool_result_message
 from openenv_mcp.trajectories.turns import token_fields
 
 if TYPE_CHECKING:
-    from openenv_mcp.trajectories.store import StoredEpisode
+    from openenv_mcp.trajectories.store import EpisodeFilter, StoredEpisode
 
-__all__ = ["EpisodeFilter", "chat_record", "export_jsonl", "iter_records"]
-
-
-@dataclass(frozen=True, slots=True)
-class EpisodeFilter:
-    """Which episodes to export.
-
-    By default every episode with at least one step and none missing (see ``include_incomplete``).
-
-    Attributes:
-        split: Only this split (``train``, ``test``...).
-        server: Only this server's episodes (one store may hold several servers).
-        min_reward: Only episodes whose total reward is at least this.
-        done_only: Only episodes the environment finished (not abandoned or still open).
-        include_incomplete: Also episodes with steps the recorder dropped (its queue was full) or lost.
-    """
-
-    split: str | None = None
-    server: str | None = None
-    min_reward: float | None = None
-    done_only: bool = False
-    include_incomplete: bool = False
+__all__ = ["chat_record", "export_jsonl", "iter_records"]
 
 
 def chat_record(stored: StoredEpisode) -> dict[str, Any]:
@@ -89,8 +67,9 @@ def chat_record(stored: StoredEpisode) -> dict[str, Any]:
 
 def iter_records(url: str, where: EpisodeFilter | None = None) -> Iterator[dict[str, Any]]:
     """The chat-format records of the episodes in the store at ``url`` that ``where`` selects, oldest first."""
+    from openenv_mcp.trajectories.store import EpisodeFilter, TrajectoryStore
+
     where = where or EpisodeFilter()
-    from openenv_mcp.trajectories.store import TrajectoryStore
 
     store = TrajectoryStore(url)
     try:

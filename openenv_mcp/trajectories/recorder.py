@@ -44,9 +44,9 @@ from openenv_mcp.models import Observation, TextBlock
 from openenv_mcp.trajectories.pipe import ACK, FRAME
 
 if TYPE_CHECKING:
-    from openenv_mcp.episodes import Episode
+    from openenv_mcp.environment.tools import BoundCall
     from openenv_mcp.runtime import Outcome, Runtime
-    from openenv_mcp.tools import BoundCall
+    from openenv_mcp.runtime.episodes import Episode
     from openenv_mcp.trajectories.store import TrajectoryStore
 
 __all__ = ["TrajectoryRecorder", "record_trajectories"]
@@ -144,15 +144,7 @@ class TrajectoryRecorder:
                 settings.data_dir,
             )
             return None
-        tools = [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "inputSchema": tool.input_schema,
-                "outputSchema": tool.output_schema,
-            }
-            for tool in runtime.tools
-        ]
+        tools = runtime.tools.listing()
         return cls(
             url,
             server=runtime.env.name,

@@ -54,9 +54,17 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.trajectories.export import EpisodeFilter
 
-__all__ = ["STEP_COLUMNS", "StoredEpisode", "TrajectoryStore", "engine_url", "json_text", "step_values", "toolset_id"]
+__all__ = [
+    "STEP_COLUMNS",
+    "EpisodeFilter",
+    "StoredEpisode",
+    "TrajectoryStore",
+    "engine_url",
+    "json_text",
+    "step_values",
+    "toolset_id",
+]
 
 metadata = MetaData()
 
@@ -129,6 +137,27 @@ STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "
 _PROGRESS = ("step_count", "total_reward", "done")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFilter:
+    """Which episodes to read (and export).
+
+    By default every episode with at least one step and none missing (see ``include_incomplete``).
+
+    Attributes:
+        split: Only this split (``train``, ``test``...).
+        server: Only this server's episodes (one store may hold several servers).
+        min_reward: Only episodes whose total reward is at least this.
+        done_only: Only episodes the environment finished (not abandoned or still open).
+        include_incomplete: Also episodes with steps the recorder dropped (its queue was full) or lost.
+    """
+
+    split: str | None = None
+    server: str | None = None
+    min_reward: float | None = None
+    done_only: bool = False
+    include_incomplete: bool = False
 
 
 def engine_url(url: str) -> str:

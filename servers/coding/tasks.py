@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp import ConfigError, Task, TaskSet
-from openenv_mcp.rubrics import Criterion, Rubric, Scoring
+from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.coding.judge import DEFAULT_TIME_LIMIT_S, TestCase, TestSuite
 
 __all__ = ["CodingTask", "grade", "load_suite", "load_tasks", "solve"]
@@ -70,7 +70,7 @@ def solve(task: CodingTask) -> list[tuple[str, dict[str, Any]]]:
     The table maps a digest of each test's input to its expected output, so the program passes every
     hidden test: it shows the environment's ceiling and that the whole path (sandbox, judge, reward)
     works, not an algorithm. The algorithmic reference programs stay out of the package on purpose
-    (``tests/servers/coding_solutions.py``). The program is tried once on the first test's input, as an
+    (``tests/support/coding_solutions.py``). The program is tried once on the first test's input, as an
     agent tries an example, then submitted.
     """
     answers = {hashlib.sha256(t.input.encode("utf-8")).hexdigest(): t.output for t in task.suite.tests}

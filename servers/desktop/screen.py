@@ -28,13 +28,13 @@ from collections.abc import Awaitable, Callable
 from PIL import Image as Picture
 
 from openenv_mcp import BackendUnavailable, ToolFailed
+from openenv_mcp.environment.tools import Image
 from openenv_mcp.servers.desktop.authority import Authority
 from openenv_mcp.servers.desktop.keys import parse_keys
 from openenv_mcp.servers.desktop.models import Acted, ScreenInfo
 from openenv_mcp.servers.desktop.png import BandEncoder
 from openenv_mcp.servers.desktop.settings import DesktopSettings
 from openenv_mcp.servers.desktop.xdo import XInput
-from openenv_mcp.tools import Image
 
 __all__ = ["BUTTONS", "SCROLL_BUTTONS", "Screen"]
 

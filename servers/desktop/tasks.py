@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openenv_mcp import Task, TaskSet
-from openenv_mcp.rubrics import Criterion, Rubric, Scoring
+from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.desktop.backends import AppState, DesktopBackend, Scenario
 
 __all__ = ["DesktopTask", "grade", "load_tasks", "parts", "score", "solve"]

@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from openenv_mcp import Toolbox
+from openenv_mcp.environment.tools import Image
 from openenv_mcp.servers.desktop.backends import DesktopBackend
 from openenv_mcp.servers.desktop.models import Acted, ScreenInfo
-from openenv_mcp.tools import Image
 
 __all__ = ["tools"]
 

@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
-from openenv_mcp.postgres import database_error, open_engine, sqlstate, unavailable
+from openenv_mcp.backends.postgres import database_error, open_engine, sqlstate, unavailable
 from openenv_mcp.servers.search.corpus import Record, corpus
 from openenv_mcp.servers.search.models import CollectionInfo, Document, Hit
 from openenv_mcp.servers.search.query import ParsedQuery

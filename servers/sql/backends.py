@@ -22,8 +22,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from openenv_mcp.backends.postgres import database_error, open_engine, unavailable
 from openenv_mcp.errors import ConfigError, ToolFailed
-from openenv_mcp.postgres import database_error, open_engine, unavailable
 from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from openenv_mcp.servers.sql.readonly import single_read_statement
 from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres

@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from openenv_mcp import Task, TaskSet
-from openenv_mcp.rubrics import Criterion, Rubric, Scoring
+from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.sql.backends import SqlBackend
 from openenv_mcp.servers.sql.models import Cell
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from openenv_mcp.authoring.conformance import ConformanceError, check_environment
-from openenv_mcp.catalog import load_environment, server_names
+from openenv_mcp.environment.catalog import load_environment, server_names
 from openenv_mcp.servers.sql import environment as sql
 
 

@@ -10,8 +10,8 @@ from pydantic_settings import BaseSettings
 
 from openenv_mcp import Environment, Grade, Task, TaskSet, Toolbox
 from openenv_mcp.authoring.determinism import audit_determinism
-from openenv_mcp.catalog import load_environment
-from openenv_mcp.tools import BoundCall
+from openenv_mcp.environment.catalog import load_environment
+from openenv_mcp.environment.tools import BoundCall
 
 # Per environment: actions that read, change state (sent mail, files, typed text) and end the episode.
 ACTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {

@@ -1,4 +1,4 @@
-"""Fixtures for the container tests (tests/deploy/test_*_stack.py); the machinery is in tests/containers.py.
+"""Fixtures for the container tests (tests/deploy/test_*_stack.py); the machinery is in tests/support/containers.py.
 
 One engine and one set of images per session; one stack per module, down before the next comes up.
 """
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.containers import (
+from tests.support.containers import (
     PROD_SERVERS,
     SIM_SERVERS,
     Engine,

@@ -13,8 +13,8 @@ import pytest
 from openenv_mcp.cli import main
 from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file, find_compose
 from openenv_mcp.deploy.providers import LocalServer
-from tests.fake_docker import NO_ENGINE, FakeDocker
 from tests.support import free_port, require_service
+from tests.support.fake_docker import NO_ENGINE, FakeDocker
 
 SIM = compose_file("sim")
 

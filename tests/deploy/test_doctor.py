@@ -17,8 +17,8 @@ from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.search.load import load_corpus
 from openenv_mcp.servers.sql import environment as sql_environment
-from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import live_server, mcp_call
+from tests.support.postgres import PgCluster, pg_cluster
 
 pytestmark = pytest.mark.prod
 

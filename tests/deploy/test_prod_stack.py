@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from openenv_mcp.deploy.compose import ComposeRunner
-from tests.containers import IMAGES, MAIL, PROD_SERVERS, Stack
 from tests.support import node_client, require_service, wait_for
+from tests.support.containers import IMAGES, MAIL, PROD_SERVERS, Stack
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
 

@@ -17,8 +17,8 @@ import pytest
 from openenv_mcp import AsyncEnvClient, ConfigError, EnvClient
 from openenv_mcp.deploy.providers import ComposeService, DockerImage, LocalServer, ProviderError, ThreadServer
 from openenv_mcp.deploy.stacks import SERVER_LABEL
-from tests.fake_docker import FakeDocker
 from tests.support import free_port, require_service
+from tests.support.fake_docker import FakeDocker
 
 QUIET = {"OPENENV_TRAJECTORIES": "off"}
 

@@ -1,4 +1,4 @@
-"""RayPool on a real Ray cluster of two nodes on this machine (tests/ray_cluster.py): a head and a worker node,
+"""RayPool on a real Ray cluster of two nodes on this machine (tests/support/ray.py): a head and a worker node,
 each its own ``ray start`` process group with a resource named after it, so every placement can be told apart.
 
 Each replica is a Ray actor serving sql (both doors) on its node; the pool talks HTTP to it as EnvPool does.
@@ -30,7 +30,7 @@ ray = pytest.importorskip("ray", reason="Ray is an extra: pip install 'openenv-m
 
 from openenv_mcp.deploy.providers import ProviderError  # noqa: E402
 from openenv_mcp.deploy.ray_pool import AsyncRayPool, Placement, RayPool, ReplicaUnavailable  # noqa: E402
-from tests.ray_cluster import RayCluster, ray_cluster  # noqa: E402
+from tests.support.ray import RayCluster, ray_cluster  # noqa: E402
 
 QUIET = {"OPENENV_TRAJECTORIES": "off"}
 

@@ -15,13 +15,13 @@ import signal
 import httpx
 import pytest
 
-from openenv_mcp.catalog import load_environment
 from openenv_mcp.client import EnvClient
 from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.deploy.stacks import RESTART
+from openenv_mcp.environment.catalog import load_environment
 from openenv_mcp.errors import OpenEnvError
-from tests.containers import BASE_IMAGE, DESKTOP, ROOT, SIM_SERVERS, SLIM, Stack
 from tests.support import node_client, wait_for
+from tests.support.containers import BASE_IMAGE, DESKTOP, ROOT, SIM_SERVERS, SLIM, Stack
 
 # The first test's setup may make the base image and build every image (minutes on a loaded machine).
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
@@ -177,10 +177,10 @@ def test_both_images_hold_this_checkouts_code(sim_stack: Stack) -> None:
     # A rebuild after a change must install the new wheels, not keep a cached layer of the old ones (podman caches a
     # RUN that bind-mounts another stage by its command alone: compose/Dockerfile copies the wheels' checksums first).
     probe = (
-        "import hashlib, openenv_mcp.app as m, openenv_mcp.servers.sql;"
+        "import hashlib, openenv_mcp.doors.http as m, openenv_mcp.servers.sql;"
         "print(hashlib.sha256(open(m.__file__, 'rb').read()).hexdigest())"
     )
-    ours = hashlib.sha256((ROOT / "openenv_mcp" / "app.py").read_bytes()).hexdigest()
+    ours = hashlib.sha256((ROOT / "openenv_mcp" / "doors" / "http.py").read_bytes()).hexdigest()
     for image in (SLIM, DESKTOP):
         done = sim_stack.engine.podman("run", "--rm", "--entrypoint", "python", image, "-c", probe)
-        assert done.stdout.strip() == ours, f"{image} holds another openenv_mcp/app.py than this checkout"
+        assert done.stdout.strip() == ours, f"{image} holds another openenv_mcp/doors/http.py than this checkout"

@@ -19,12 +19,12 @@ import httpx
 import pytest
 from memory_env import environment
 
+from openenv_mcp.backends.upstream import UpstreamServer
+from openenv_mcp.doors.mcp import McpDoor
+from openenv_mcp.environment.tools import Toolbox
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.mcp_adapter import McpDoor
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.settings import Settings
-from openenv_mcp.tools import Toolbox
-from openenv_mcp.upstream import UpstreamServer
 from tests.support import live_server, memory_upstream, node_client, wait_for
 
 COMPARED = ("name", "title", "description", "inputSchema", "annotations")

@@ -1,6 +1,6 @@
 """Drive our ORS surface with the reference ORS client (the `openreward` package), as a trainer would.
 
-Runs in its own venv (see tests/test_ors.py: openreward pins sse-starlette 2.x, the MCP SDK needs 3.x).
+Runs in its own venv (see tests/doors/test_ors.py: openreward pins sse-starlette 2.x, the MCP SDK needs 3.x).
 Reads {"runs": [{"scenario": NAME, "url": URL, "env": NAME, ...}]} on stdin and prints one JSON list,
 a result per run; a run that raises reports the exception instead of stopping the others.
 """

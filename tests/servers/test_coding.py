@@ -27,7 +27,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from openenv_mcp import ConfigError, EnvClient, EpisodeFinished
-from openenv_mcp.app import build_runtime
+from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.servers.coding import environment
 from openenv_mcp.servers.coding.accounts import UidPool
 from openenv_mcp.servers.coding.backends import ProdBackend
@@ -36,8 +36,8 @@ from openenv_mcp.servers.coding.judge import verdict
 from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 from openenv_mcp.servers.coding.settings import CodingSettings
 from openenv_mcp.settings import Settings
-from tests.servers.coding_solutions import SOLUTIONS
 from tests.support import IN_CI, LiveServer, live_server
+from tests.support.coding_solutions import SOLUTIONS
 
 TASKS = json.loads(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json").read_text())
 DATA = Path(str(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json")))
@@ -244,7 +244,8 @@ def test_another_episodes_files_cannot_be_read(server: LiveServer) -> None:
 
 
 def test_the_hidden_tests_and_reference_solutions_cannot_be_read(server: LiveServer) -> None:
-    solutions = Path(__file__).with_name("coding_solutions.py")
+    solutions = Path(__file__).resolve().parents[1] / "support" / "coding_solutions.py"
+    assert solutions.is_file()
     code = (
         "import os\n"
         f"for target in [{str(DATA)!r}, {str(solutions)!r}]:\n"

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings
-from openenv_mcp.app import build_runtime
-from openenv_mcp.mcp_adapter import McpDoor
+from openenv_mcp.doors.http import build_runtime
+from openenv_mcp.doors.mcp import McpDoor
 from openenv_mcp.runtime import Runtime
 from openenv_mcp.servers.email import environment
 from openenv_mcp.servers.email.backends import Query
@@ -29,7 +29,8 @@ from openenv_mcp.servers.email.imap import criteria, decode_folder, encode_folde
 from openenv_mcp.servers.email.settings import EmailSettings
 from openenv_mcp.servers.email.sim import SimMailbox, fixture
 from openenv_mcp.servers.email.tasks import EmailTask, load_tasks, score
-from tests.email_services import (
+from tests.support import LiveServer, free_port, live_server
+from tests.support.email import (
     SMTP_PASSWORD,
     SMTP_USER,
     Certificates,
@@ -39,7 +40,6 @@ from tests.email_services import (
     dovecot,
     smtp_server,
 )
-from tests.support import LiveServer, free_port, live_server
 
 TASKS = json.loads(resources.files("openenv_mcp.servers.email").joinpath("data/tasks.json").read_text())
 MAILBOX = fixture()

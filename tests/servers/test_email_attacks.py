@@ -29,8 +29,8 @@ import pytest
 
 from openenv_mcp.servers.email import environment
 from openenv_mcp.servers.email.sim import fixture
-from tests.email_services import Dovecot, SmtpServer, dovecot, smtp_server
 from tests.support import LiveServer, live_server, wait_for, wait_http
+from tests.support.email import Dovecot, SmtpServer, dovecot, smtp_server
 
 OWNER = fixture().owner
 EVIL = "inj@evil.example"

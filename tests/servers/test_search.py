@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings, ToolFailed
-from openenv_mcp.app import build_runtime
+from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.servers.search import environment
 from openenv_mcp.servers.search.backends import sim_index
 from openenv_mcp.servers.search.corpus import corpus
@@ -21,7 +21,8 @@ from openenv_mcp.servers.search.load import main as load_main
 from openenv_mcp.servers.search.query import parse_query
 from openenv_mcp.servers.search.sphinx import main as sphinx_main
 from openenv_mcp.servers.search.tasks import normalize_answer, score_answer, token_f1
-from tests.search_services import (
+from tests.support import LiveServer, free_port, live_server
+from tests.support.search import (
     SearchDatabase,
     SphinxService,
     mcp_call,
@@ -30,7 +31,6 @@ from tests.search_services import (
     search_database,
     sphinx_service,
 )
-from tests.support import LiveServer, free_port, live_server
 
 TASKS: list[dict[str, Any]] = json.loads(
     resources.files("openenv_mcp.servers.search").joinpath("data/tasks.json").read_text()

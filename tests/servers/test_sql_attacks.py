@@ -28,8 +28,8 @@ import pytest
 from openenv_mcp.deploy.provision import provision_postgres
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.servers.sql.load import load
-from tests.pg_cluster import PgCluster, pg_cluster
 from tests.support import LiveServer, live_server, mcp_call, record
+from tests.support.postgres import PgCluster, pg_cluster
 
 pytestmark = pytest.mark.prod
 

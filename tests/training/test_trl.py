@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from openenv_mcp.catalog import load_environment, server_names
 from openenv_mcp.client import EnvClient
-from openenv_mcp.curriculum import Curriculum
+from openenv_mcp.environment.catalog import load_environment, server_names
 from openenv_mcp.errors import (
     BackendUnavailable,
     ConfigError,
@@ -33,6 +32,7 @@ from openenv_mcp.errors import (
     ToolNotFound,
 )
 from openenv_mcp.models import TaskInfo
+from openenv_mcp.rewards.curriculum import Curriculum
 from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
 from tests.support import LiveServer, free_port, live_server, peer_venv

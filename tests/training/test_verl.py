@@ -20,9 +20,8 @@ import httpx
 import pytest
 import yaml
 
-from openenv_mcp.catalog import load_environment, server_names
-from openenv_mcp.mcp_adapter import declared_tools
-from openenv_mcp.rollout.server import discover
+from openenv_mcp.client.discovery import discover
+from openenv_mcp.environment.catalog import load_environment, server_names
 from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.verl_config import TOOL_CLASS, mcp_config, tool_config, verl_tool_schema
 from tests.support import ClosedEpisodes, LiveServer, live_server, peer_venv
@@ -72,7 +71,7 @@ def test_verls_registry_makes_our_tool_for_every_server_tool_with_its_schema(rep
     tools = report["tools"]
     assert [t["name"] for t in tools] == [t.name for t in sql.tools]
     assert {t["class"] for t in tools} == {TOOL_CLASS}
-    declared = {t["name"]: t for t in declared_tools(sql.tools)}
+    declared = {t["name"]: t for t in sql.tools.listing()}
     for tool in tools:  # what verl renders for the model is what we wrote: nothing dropped by its schema model
         assert tool["schema"] == verl_tool_schema(declared[tool["name"]])
 
@@ -133,7 +132,7 @@ def test_refusals_are_answered_with_the_servers_message(report: dict[str, Any]) 
 
 @installs_verl
 def test_verls_schema_model_takes_every_shipped_servers_tools_unchanged(verl_python: Path) -> None:
-    schemas = [verl_tool_schema(t) for name in server_names() for t in declared_tools(load_environment(name).tools)]
+    schemas = [verl_tool_schema(t) for name in server_names() for t in load_environment(name).tools.listing()]
     code = (
         "import json, sys\nfrom verl.tools.schemas import OpenAIFunctionToolSchema as S\n"
         "given = json.load(sys.stdin)\n"
@@ -162,11 +161,11 @@ def test_an_mcp_servers_file_binds_fastmcps_client_to_its_episode(
 
 
 def test_schemas_keep_optional_types_and_show_structure_verl_would_drop() -> None:
-    submit = next(t for t in declared_tools(sql.tools) if t["name"] == "submit_answer")
+    submit = next(t for t in sql.tools.listing() if t["name"] == "submit_answer")
     rows = verl_tool_schema(submit)["function"]["parameters"]["properties"]["rows"]
     assert rows["type"] == ["array", "null"]
     assert rows["description"].startswith("The answer's rows") and '"items"' in rows["description"]
-    search = next(t for t in declared_tools(load_environment("search").tools) if t["name"] == "search")
+    search = next(t for t in load_environment("search").tools.listing() if t["name"] == "search")
     category = verl_tool_schema(search)["function"]["parameters"]["properties"]["category"]
     assert category["enum"] == ["person", "place", "organization", "product", "event", "news"]
 

@@ -7,6 +7,8 @@ or Streamable HTTP; it must list exactly these tools or prod refuses to start.
 
 from __future__ import annotations
 
+from functools import partial
+
 from memory_env.backends import open_prod, open_sim
 from memory_env.settings import MemorySettings
 from memory_env.tasks import grade, load_tasks, solve
@@ -29,7 +31,7 @@ environment = Environment(
     tasks=load_tasks,
     settings=MemorySettings,
     sim_backend=open_sim,
-    prod_backend=open_prod,
+    prod_backend=partial(open_prod, declared=tools),  # prod checks the upstream lists exactly these tools
     grade=grade,
     sim_summary="A seeded in-memory knowledge graph per episode, with the upstream memory server's semantics.",
     prod_services=(

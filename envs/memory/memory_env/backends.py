@@ -14,8 +14,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Protocol
 
-from openenv_mcp import ConfigError, ToolFailed
-from openenv_mcp.upstream import UpstreamServer
+from openenv_mcp import ConfigError, Toolbox, ToolFailed
+from openenv_mcp.backends.upstream import UpstreamServer
 
 __all__ = ["INSTALL_HINT", "Memory", "SimMemory", "UpstreamMemory", "open_prod", "open_sim"]
 
@@ -159,10 +159,8 @@ async def open_sim(task: Any, seed: int, settings: Any) -> SimMemory:
     return memory
 
 
-async def open_prod(settings: Any) -> UpstreamMemory:
-    """Start (or reach) the upstream memory server and check it lists exactly our tools."""
-    from memory_env.tools import tools
-
+async def open_prod(settings: Any, *, declared: Toolbox[Any]) -> UpstreamMemory:
+    """Start (or reach) the upstream memory server and check it lists exactly the ``declared`` tools."""
     headers: dict[str, str] = {}
     if settings.upstream_headers is not None:
         try:
@@ -173,14 +171,14 @@ async def open_prod(settings: Any) -> UpstreamMemory:
     env = {"MEMORY_FILE_PATH": str(Path(settings.file_path).expanduser().resolve())}
     if settings.upstream_url:
         upstream = await UpstreamServer.open(
-            name="memory", url=settings.upstream_url, headers=headers, declared=tools, timeout=settings.timeout
+            name="memory", url=settings.upstream_url, headers=headers, declared=declared, timeout=settings.timeout
         )
     else:
         upstream = await UpstreamServer.open(
             name="memory",
             command=shlex.split(settings.upstream_command),
             env=env,
-            declared=tools,
+            declared=declared,
             install_hint=INSTALL_HINT,
             timeout=settings.timeout,
         )

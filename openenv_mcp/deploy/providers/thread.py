@@ -61,7 +61,7 @@ class ThreadServer(Provider):
     def start(self) -> str:
         if self._server is not None:
             return self.url
-        from openenv_mcp.serving import http_server, served_runtime
+        from openenv_mcp.doors.serving import http_server, served_runtime
 
         listener = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
         try:

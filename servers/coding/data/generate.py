@@ -3,7 +3,7 @@
     python servers/coding/data/generate.py     # from the repository root
 
 Hidden inputs are written here (edge cases by hand, larger ones from a seeded generator);
-their expected outputs come from the reference solutions in tests/servers/coding_solutions.py,
+their expected outputs come from the reference solutions in tests/support/coding_solutions.py,
 which must also reproduce every hand-written example output, or generation stops.
 """
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from openenv_mcp.servers.coding.judge import same_output  # noqa: E402
-from tests.servers.coding_solutions import SOLUTIONS  # noqa: E402
+from tests.support.coding_solutions import SOLUTIONS  # noqa: E402
 
 rng = random.Random(20240611)
 

@@ -1,0 +1,204 @@
+"""The MCP door: the only module that imports the ``mcp`` SDK.
+
+It serves the runtime's tool table through the SDK's low-level server, so the tool list and
+every call go through the same table, validation and dispatch as the HTTP control plane.
+
+In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or by
+``_meta["openenv-mcp/episode_id"]`` in the request (for stdio, which has no headers);
+without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
+The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
+``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``, and ``openenv-mcp/scores`` (the reward's named
+parts) and ``openenv-mcp/reasons`` (an LLM judge's reason) when the grade has them (``docs/rewards.md``).
+
+In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
+episode of that task and binds it to the MCP session, so the session's later calls without an
+episode id act on it (the prompt's ``_meta`` names the episode for clients without sessions).
+Prod lists no prompts.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.routing import BaseRoute
+
+from openenv_mcp.errors import OpenEnvError, ToolNotFound
+from openenv_mcp.models import ImageBlock, Observation, TextBlock
+from openenv_mcp.runtime import Runtime
+
+__all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
+
+EPISODE_HEADER = "x-episode-id"
+_MAX_BOUND_SESSIONS = 10_000  # HTTP sessions remembered with the episode their prompts/get opened
+META_PREFIX = "openenv-mcp/"
+
+
+class McpDoor:
+    """An MCP server over one runtime, for Streamable HTTP (mounted in the app) or stdio."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        env = runtime.env
+        self._tools = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in runtime.tools.listing()])
+        self.server: Server[Any] = Server(
+            env.name,
+            version=env.version,
+            description=env.description,
+            instructions=env.description,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+        )
+        self.session_manager: StreamableHTTPSessionManager | None = None
+        # the episode a prompts/get opened, per MCP session: by Mcp-Session-Id over HTTP, by session object on stdio
+        self._session_episodes: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._http_session_episodes: OrderedDict[str, str] = OrderedDict()
+
+    def tool_list(self) -> list[dict[str, Any]]:
+        """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in self._tools.tools]
+
+    async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return self._tools
+
+    async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        if not self.runtime.sim:
+            return types.ListPromptsResult(prompts=[])
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=task.id,
+                    title=f"{task.id} ({task.split})",
+                    description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
+                )
+                for task in self.runtime.tasks
+            ]
+        )
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if not self.runtime.sim:
+            raise MCPError(types.INVALID_PARAMS, "This server runs in prod mode: it has no tasks and lists no prompts")
+        try:
+            opened = await self.runtime.reset(task_id=params.name)
+        except OpenEnvError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        self._bind_session(ctx, opened.episode_id)
+        text = "\n".join(block.text for block in opened.observation.content if isinstance(block, TextBlock))
+        return types.GetPromptResult(
+            description=f"Task {params.name}: episode {opened.episode_id}, opened for this session",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+            _meta={f"{META_PREFIX}episode_id": opened.episode_id, f"{META_PREFIX}task_id": params.name},
+        )
+
+    def _bind_session(self, ctx: Any, episode_id: str) -> None:
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            self._http_session_episodes[http_session] = episode_id
+            self._http_session_episodes.move_to_end(http_session)
+            while len(self._http_session_episodes) > _MAX_BOUND_SESSIONS:
+                self._http_session_episodes.popitem(last=False)
+        elif getattr(ctx, "session", None) is not None:
+            self._session_episodes[ctx.session] = episode_id
+
+    def _session_episode(self, ctx: Any) -> str | None:
+        if not (self._http_session_episodes or self._session_episodes):
+            return None
+        request = getattr(ctx, "request", None)
+        http_session = request.headers.get("mcp-session-id") if request is not None else None
+        if http_session:
+            return self._http_session_episodes.get(http_session)
+        session = getattr(ctx, "session", None)
+        return self._session_episodes.get(session) if session is not None else None
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        episode_id = _episode_id(ctx, params) or self._session_episode(ctx)
+        try:
+            outcome = await self.runtime.call(params.name, params.arguments, episode_id)
+        except ToolNotFound as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        except OpenEnvError as exc:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=exc.message)],
+                is_error=True,
+                _meta={f"{META_PREFIX}error": exc.code},
+            )
+        meta = None
+        if outcome.episode is not None:
+            meta = {
+                f"{META_PREFIX}reward": outcome.reward,
+                f"{META_PREFIX}done": outcome.done,
+                f"{META_PREFIX}episode_id": outcome.episode.id,
+                f"{META_PREFIX}step_count": outcome.episode.step_count,
+            }
+            if outcome.scores is not None:
+                meta[f"{META_PREFIX}scores"] = dict(outcome.scores)
+            if outcome.reasons is not None:
+                meta[f"{META_PREFIX}reasons"] = dict(outcome.reasons)
+        return _to_mcp(outcome.observation, meta)
+
+    def http_routes(
+        self, *, session_idle_timeout: float, max_sessions: int, json_response: bool = True
+    ) -> list[BaseRoute]:
+        """The exact ``/mcp`` route for the app (no redirect); enter :attr:`session_manager` in its lifespan.
+
+        The SDK's own Host/Origin check is off: the app's :class:`~openenv_mcp.doors.guard.Guard`
+        applies one rule to every route, ``/mcp`` included (the SDK's would cover ``/mcp`` only,
+        and only for a localhost bind).
+
+        Stateful sessions (the 2025 protocol era) are bounded like episodes: one with no request in
+        flight for ``session_idle_timeout`` seconds is closed with its server task (a client that
+        vanished sends no DELETE), and at ``max_sessions`` open a new one is refused with 503.
+        """
+        app = self.server.streamable_http_app(
+            streamable_http_path="/mcp",
+            json_response=json_response,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+        )
+        self.session_manager = self.server.session_manager
+        return list(app.routes)
+
+    def open_sessions(self) -> int:
+        """Stateful MCP sessions open now (the SDK's table of them; 0 before the HTTP routes are built)."""
+        return len(getattr(self.session_manager, "_server_instances", ()))
+
+    async def serve_stdio(self) -> None:
+        """Serve MCP over this process's stdin and stdout until the client closes them."""
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+
+def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:
+    request = getattr(ctx, "request", None)
+    if request is not None:
+        header = request.headers.get(EPISODE_HEADER)
+        if header:
+            return str(header)
+    value = (params.meta or {}).get(f"{META_PREFIX}episode_id")
+    return str(value) if value else None
+
+
+def _to_mcp(observation: Observation, meta: dict[str, Any] | None) -> types.CallToolResult:
+    content: list[types.ContentBlock] = []
+    for block in observation.content:
+        if isinstance(block, TextBlock):
+            content.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, ImageBlock):
+            content.append(types.ImageContent(type="image", data=block.data, mime_type=block.mime_type))
+    return types.CallToolResult(
+        content=content,
+        structured_content=observation.structured_content,
+        is_error=observation.is_error,
+        _meta=meta,
+    )

@@ -1,0 +1,7 @@
+"""The authoring contract: what an environment's author declares, and how servers are found.
+
+- ``spec.py``: :class:`Environment` (tools, tasks, backends per mode, grading) and its production services.
+- ``tools.py``: tools declared decorator-first; a :class:`Toolbox` is the one tool table every door lists and calls.
+- ``tasks.py``: tasks, task sets in splits, and the :class:`Grade` a step earns.
+- ``catalog.py``: the installed servers (the ``openenv_mcp.servers`` entry point).
+"""

@@ -1,0 +1,12 @@
+"""The runtime: one environment bound to one mode, and the one path every door's call takes.
+
+:class:`Runtime` (``runtime.py``) validates a call against the tool table, finds its episode, runs the tool on the
+episode's backend, grades the step and counts it. Episodes (``episodes.py``) hold each sim instance's state; forks
+and snapshots copy them; observers (the trajectory recorder) and metrics watch every step. Nothing here imports a
+door: the doors (``openenv_mcp.doors``) import this.
+"""
+
+from openenv_mcp.runtime.episodes import Outcome
+from openenv_mcp.runtime.runtime import DEFAULT_EPISODE, ForkVia, Runtime
+
+__all__ = ["DEFAULT_EPISODE", "ForkVia", "Outcome", "Runtime"]

@@ -1,0 +1,37 @@
+"""Episode observers: what else wants to see every reset, step and close (recorders, exporters).
+
+The runtime calls observers after the step is done and graded, outside the episode's lock.
+``on_*`` methods must not block: an observer that writes to disk or a database queues the event
+and writes from its own task (started by ``start``, flushed by ``stop``). Such an observer may also
+have a ``pace() -> Awaitable[None] | None`` method: the runtime calls it before ``on_step`` and awaits
+what it returns, so that a writer that has fallen behind slows the steps down (a bounded wait, in
+the stepping request only) instead of losing them. ``None`` (room in the queue) costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from openenv_mcp.environment.tools import BoundCall
+    from openenv_mcp.models import Observation
+    from openenv_mcp.runtime.episodes import Episode, Outcome
+
+__all__ = ["EpisodeObserver"]
+
+
+class EpisodeObserver(Protocol):
+    async def start(self) -> None:
+        """Called when the server starts, before any episode."""
+
+    async def stop(self) -> None:
+        """Called when the server stops, after every episode is closed: flush here."""
+
+    def on_reset(self, episode: Episode, observation: Observation) -> None:
+        """An episode was opened; ``observation`` is its first."""
+
+    def on_step(self, episode: Episode, call: BoundCall, outcome: Outcome, seconds: float) -> None:
+        """A tool call ran on ``episode`` and was graded; ``seconds`` is the tool's run time."""
+
+    def on_close(self, episode: Episode) -> None:
+        """An episode was closed (explicitly, reaped, or at shutdown)."""

@@ -1,0 +1,381 @@
+"""Rollouts: concurrent episodes with scripted, OpenAI-compatible and user policies, and their summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from openenv_mcp.rollout import (
+    EpisodeResult,
+    OpenAIPolicy,
+    RolloutEpisode,
+    Summary,
+    discover,
+    run_rollouts,
+    scripted_policy,
+)
+from openenv_mcp.servers.sql import environment
+from openenv_mcp.servers.sql.tasks import SqlTask
+from openenv_mcp.trajectories import iter_records, openai_tools
+from tests.support import LiveServer, live_server, serve_app
+from tests.support.buggy_env import buggy
+
+pytestmark = pytest.mark.anyio
+CLI = [sys.executable, "-m", "openenv_mcp.cli"]
+TASKS = environment.tasks()
+WRONG = "SELECT 1 WHERE 1 = 0"  # no rows: earns 0 on every task
+
+
+def gold(task_id: str) -> str:
+    task = TASKS.get(task_id)
+    assert isinstance(task, SqlTask)
+    return task.gold_sql
+
+
+def expected_reward(seed: int) -> float:
+    """What the scripted model earns: the gold answer on even-numbered tasks, nothing on odd ones."""
+    task = TASKS.pick(task_id=None, split=None, seed=seed)
+    return 1.0 if int(task.id.split("-")[1]) % 2 == 0 else 0.0
+
+
+async def gold_policy(episode: RolloutEpisode) -> None:
+    """A user policy (``--policy tests.test_rollout:gold_policy``): submit the gold query at once."""
+    await episode.step("submit_answer", {"sql": gold(episode.task_id)})
+
+
+# an OpenAI-compatible endpoint with a scripted model --------------------------------------------------
+
+
+class ScriptedModel:
+    """``POST /v1/chat/completions`` with tool calls chosen by script: the protocol is real, the model is not.
+
+    Turn 1 calls a tool that does not exist, turn 2 lists the tables, turn 3 submits (the gold query
+    on even-numbered tasks, a wrong one on odd ones), then it answers in words. ``fail_task`` makes
+    the endpoint answer 500 for that task. With ``tokens``, a request asking for token ids and
+    logprobs (as vLLM takes them) gets them, from :func:`prompt_tokens`' template, as vLLM answers;
+    ``captured`` keeps each (prompt_ids, completion_ids, logprobs) answered.
+    """
+
+    def __init__(self, fail_task: str | None = None, *, tokens: bool = False) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail_task = fail_task
+        self.tokens = tokens
+        self.captured: list[dict[str, Any]] = []
+        by_prompt = {task.prompt: task for task in TASKS}
+        self.app = FastAPI()
+
+        @self.app.post("/v1/chat/completions")
+        async def complete(request: Request) -> JSONResponse:
+            body = await request.json()
+            self.requests.append({"authorization": request.headers.get("authorization"), **body})
+            messages = body["messages"]
+            task = by_prompt[next(m["content"] for m in messages if m["role"] == "user")]
+            if task.id == self.fail_task:
+                return JSONResponse({"error": {"message": "the model is overloaded"}}, status_code=500)
+            turn = sum(1 for m in messages if m["role"] == "assistant")
+            if turn == 0:
+                message = call(turn, "drop_everything", "{}")
+            elif turn == 1:
+                message = call(turn, "list_tables", "{}")
+            elif turn == 2:
+                sql = gold(task.id) if int(task.id.split("-")[1]) % 2 == 0 else WRONG
+                message = call(turn, "submit_answer", json.dumps({"sql": sql}))
+            else:
+                message = {"role": "assistant", "content": "I have answered."}
+            if not (self.tokens and body.get("logprobs") and body.get("return_token_ids")):
+                return reply(message)
+            ids = [*message_tokens(message), END]
+            logprobs = [-((token * 2654435761 + i) % 100003) / 7919.0 for i, token in enumerate(ids)]
+            logprobs[-1] = -9999.0  # vLLM's stand-in for minus infinity
+            self.captured.append({"prompt_ids": prompt_tokens(messages), "completion_ids": ids, "logprobs": logprobs})
+            return reply(message, tokens=self.captured[-1])
+
+
+# a chat template in miniature: START role body END per message, then START assistant to generate
+START, END, ROLES = 1, 2, {"system": 3, "user": 4, "assistant": 5, "tool": 6}
+
+
+def message_tokens(message: dict[str, Any]) -> list[int]:
+    """The body of a message: its text's bytes and its tool calls' JSON, each byte as one token (1000 + byte)."""
+    text = (message.get("content") or "") + json.dumps(message.get("tool_calls") or [], sort_keys=True)
+    return [1000 + byte for byte in text.encode()]
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> list[int]:
+    ids = [token for m in messages for token in (START, ROLES[m["role"]], *message_tokens(m), END)]
+    return [*ids, START, ROLES["assistant"]]
+
+
+def call(turn: int, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
+
+
+def reply(message: dict[str, Any], *, tokens: dict[str, Any] | None = None) -> JSONResponse:
+    """A chat completion; with ``tokens``, in vLLM's shape for ``return_token_ids`` and ``logprobs``."""
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [choice],
+    }
+    if tokens is not None:
+        body["prompt_token_ids"] = tokens["prompt_ids"]
+        choice["token_ids"] = tokens["completion_ids"]
+        choice["logprobs"] = {
+            "content": [
+                {"token": f"token_id:{token}", "logprob": logprob, "bytes": None, "top_logprobs": []}
+                for token, logprob in zip(tokens["completion_ids"], tokens["logprobs"], strict=True)
+            ]
+        }
+    return JSONResponse(body)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[str, ScriptedModel]]:
+    scripted = ScriptedModel(fail_task="sql-003")
+    with serve_app(scripted.app) as url:
+        yield f"{url}/v1", scripted
+
+
+@pytest.fixture(scope="module")
+def sql_server() -> Iterator[LiveServer]:
+    with live_server(environment, mode="sim", max_episodes=64) as server:
+        yield server
+
+
+def rollout(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "rollout", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False
+    )
+
+
+def summary_line(out: str, label: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(label))[len(label) :].strip()
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel]
+) -> None:
+    base_url, scripted = model
+    seeds = [s for s in range(40) if TASKS.pick(task_id=None, split=None, seed=s).id != "sql-003"]
+    async with OpenAIPolicy(base_url=base_url, model="scripted", api_key="sk-test") as policy:
+        one = await run_rollouts(sql_server.url, policy, episodes=1, seed=seeds[0])
+        concurrent = await run_rollouts(sql_server.url, policy, episodes=12, concurrency=4, seed=100)
+    [result] = one.results
+    assert (result.reward, result.steps, result.done, result.error) == (expected_reward(seeds[0]), 2, True, None)
+    failing = {r.seed for r in concurrent.results if r.task_id == "sql-003"}
+    assert [r.seed for r in concurrent.results] == list(range(100, 112))
+    for result in concurrent.results:
+        if result.seed in failing:
+            assert result.error is not None and "answered 500" in result.error
+        else:
+            assert (result.reward, result.steps, result.error) == (expected_reward(result.seed), 2, None)
+    assert len(sql_server.runtime.episodes) == 0  # every episode was closed
+
+    first = scripted.requests[0]
+    assert first["authorization"] == "Bearer sk-test" and first["model"] == "scripted"
+    assert first["tools"] == openai_tools(
+        {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in environment.tools
+    )
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    second = next(r for r in scripted.requests if len(r["messages"]) == 4)
+    refusal = second["messages"][3]
+    assert refusal["role"] == "tool" and refusal["tool_call_id"] == "call_0"
+    assert "No tool 'drop_everything' on server 'sql'; available:" in refusal["content"]
+
+
+async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
+    with live_server(buggy, mode="sim") as server:
+        summary = await run_rollouts(server.url, scripted_policy(buggy.examples), episodes=6, concurrency=3)
+    assert [r.seed for r in summary.errors] == [2]
+    crashed = "EnvironmentCrashed: Tool 'poke' crashed inside the server (RuntimeError: the backend of seed 2 is"
+    assert (summary.errors[0].error or "").startswith(crashed)
+    assert [r.reward for r in summary.results if r.error is None] == [1.0] * 5
+    table = summary.render()
+    assert "6 (5 ok, 1 errors)" in table and f"1 x {crashed}" in table and "(seeds 2)" in table
+
+
+async def test_a_run_stopped_mid_way_leaves_no_episode_open() -> None:
+    """A Ctrl-C under ``openenv-mcp rollout`` cancels the run while episodes open, play and close."""
+    import asyncio
+
+    async def stalls(episode: RolloutEpisode) -> None:
+        await episode.step("list_tables", {})
+        await asyncio.sleep(30)
+
+    with live_server(environment, mode="sim") as server:
+        for wait in (0.0, 0.005, 0.02, 0.3):  # while resets are in flight, during steps, all playing
+            run = asyncio.ensure_future(run_rollouts(server.url, stalls, episodes=6, concurrency=3, seed=1))
+            await asyncio.sleep(wait)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            assert len(server.runtime.episodes) == 0, f"left open when stopped after {wait} s"
+
+
+async def test_discover_lists_the_tools_an_mcp_agent_sees(sql_server: LiveServer) -> None:
+    info = await discover(sql_server.url)
+    assert (info.name, info.description) == ("sql", environment.description)
+    assert [tool["name"] for tool in info.tools] == ["list_tables", "describe_table", "run_query", "submit_answer"]
+    assert info.tools[2]["inputSchema"] == environment.tools.get("run_query").input_schema
+
+
+def test_summary_figures() -> None:
+    results = [EpisodeResult(seed=i, reward=r, steps=2, latencies=[i / 1000, 0.001]) for i, r in enumerate([1, 0.5])]
+    results.append(EpisodeResult(seed=2, error="OpenEnvError: down"))
+    summary = Summary(results, seconds=2.0, success_threshold=0.5)
+    assert (summary.mean_reward, summary.success_rate, summary.mean_steps) == (0.75, 1.0, 2.0)  # the ok episodes
+    assert (summary.latency(0.5), summary.latency(0.99)) == (0.001, 0.001)
+    table = summary.render()
+    assert "episodes      3 (2 ok, 1 errors)" in table
+    assert "success rate  100.0% (reward >= 0.5)" in table
+    assert "throughput    1.5 episodes/s, 2.0 steps/s" in table
+    assert "1 x OpenEnvError: down (seeds 2)" in table
+
+
+# the command line ------------------------------------------------------------------------------------
+
+
+def test_rollout_cli_with_an_openai_compatible_model(sql_server: LiveServer, model: tuple[str, ScriptedModel]) -> None:
+    base_url, _ = model
+    seeds = range(200, 206)
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "scripted", "--base-url", base_url,
+        "--episodes", "6", "--concurrency", "3", "--seed", "200", OPENAI_API_KEY="sk-env",
+    )  # fmt: skip
+    failing = [s for s in seeds if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003"]
+    assert done.returncode == (1 if failing else 0), done.stderr
+    rewards = [expected_reward(s) for s in seeds if s not in failing]
+    assert summary_line(done.stdout, "episodes") == f"6 ({6 - len(failing)} ok, {len(failing)} errors)"
+    assert summary_line(done.stdout, "mean reward") == f"{sum(rewards) / len(rewards):.3f}"
+    assert summary_line(done.stdout, "mean steps") == "2.00"
+    assert re.search(r"p50 [\d.]+ ms, p99 [\d.]+ ms", summary_line(done.stdout, "step latency"))
+    assert "6/6" in done.stderr  # the progress bar
+
+
+def test_rollout_cli_reports_a_failing_model_and_exits_1(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel]
+) -> None:
+    base_url, _ = model
+    seed = next(s for s in range(100) if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003")
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--no-progress",
+        "--episodes", "1", "--seed", str(seed),
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert summary_line(done.stdout, "episodes") == "1 (0 ok, 1 errors)"
+    assert "PolicyError: The chat endpoint" in done.stdout and "answered 500" in done.stdout
+
+
+def test_rollout_cli_with_a_user_policy(sql_server: LiveServer) -> None:
+    done = rollout(sql_server.url, "--policy", "tests.test_rollout:gold_policy", "-n", "8", "-c", "4", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert summary_line(done.stdout, "mean reward") == "1.000"
+    assert summary_line(done.stdout, "success rate") == "100.0% (reward >= 1)"
+
+
+def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'rollout.db'}"
+    done = rollout("sql", "--episodes", "5", "--concurrency", "2", OPENENV_TRAJECTORIES=store)
+    assert done.returncode == 0, done.stderr
+    assert summary_line(done.stdout, "episodes") == "5 (5 ok, 0 errors)"
+    assert summary_line(done.stdout, "mean steps") == "3.00"  # the sql environment's three examples
+    records = list(iter_records(store))  # the server stopped cleanly: everything was written
+    assert len(records) == 5 and all(len(r["rewards"]) == 3 for r in records)
+    assert sorted(r["seed"] for r in records) == [0, 1, 2, 3, 4]  # episodes run two at a time: any order
+
+
+def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(tmp_path: Path) -> None:
+    scripted = ScriptedModel(tokens=True)
+    store = f"sqlite:///{tmp_path / 'capture.db'}"
+    with serve_app(scripted.app) as url:  # the rollout starts a sim server recording into the store it writes to
+        done = rollout(
+            "sql", "--policy", "openai", "--model", "m", "--base-url", f"{url}/v1", "--capture-tokens",
+            "--episodes", "3", "--concurrency", "2", "--seed", "10", "--no-progress", OPENENV_TRAJECTORIES=store,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"captured the tokens of 9 model calls in 3 episodes into {store}" in done.stderr
+    assert all(r["logprobs"] is True and r["return_token_ids"] is True for r in scripted.requests)
+    exported = subprocess.run(
+        [*CLI, "trajectories", "export", "--url", store], capture_output=True, text=True, timeout=60, check=True
+    )
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert sorted(r["seed"] for r in records) == [10, 11, 12]  # two at a time: any order
+    answered = {json.dumps(c["prompt_ids"]): c for c in scripted.captured}
+    for record in records:
+        turns = record["turns"]
+        assert [t["finish_reason"] for t in turns] == ["tool_calls"] * 3 and {t["model"] for t in turns} == {"scripted"}
+        for turn in turns:  # each call's ids and logprobs, byte for byte as the model server sent them
+            sent = answered[json.dumps(turn["prompt_ids"])]
+            assert json.dumps(turn["completion_ids"]) == json.dumps(sent["completion_ids"])
+            assert json.dumps(turn["logprobs"]) == json.dumps(sent["logprobs"])
+        tokens = record["tokens"]  # the episode as one sequence: every turn's prompt extends the last one
+        assert tokens["prompt_ids"] == turns[0]["prompt_ids"]
+        whole = turns[-1]["prompt_ids"] + turns[-1]["completion_ids"]
+        assert tokens["prompt_ids"] + tokens["completion_ids"] == whole
+        mask, logprobs = tokens["completion_mask"], tokens["completion_logprobs"]
+        assert len(mask) == len(logprobs) == len(tokens["completion_ids"])
+        model_tokens = [t for t, m in zip(tokens["completion_ids"], mask, strict=True) if m == 1]
+        assert model_tokens == [token for turn in turns for token in turn["completion_ids"]]
+        assert [lp for lp, m in zip(logprobs, mask, strict=True) if m == 1] == [
+            lp for turn in turns for lp in turn["logprobs"]
+        ]
+        environment_text = bytes(
+            t - 1000 for t, m in zip(tokens["completion_ids"], mask, strict=True) if t >= 1000 and not m
+        )
+        assert b"No tool 'drop_everything'" in environment_text and b"categories" in environment_text
+
+
+def test_capture_from_an_endpoint_that_reports_no_tokens_fails_each_episode_clearly(
+    sql_server: LiveServer, model: tuple[str, ScriptedModel], tmp_path: Path
+) -> None:
+    base_url, _ = model
+    store = f"sqlite:///{tmp_path / 'capture.db'}"
+    done = rollout(
+        sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--capture-tokens",
+        "--episodes", "2", "--seed", "300", "--no-progress", OPENENV_TRAJECTORIES=store,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert summary_line(done.stdout, "episodes") == "2 (0 ok, 2 errors)"
+    assert "2 x PolicyError: No prompt_token_ids in the answer: the chat endpoint" in done.stdout
+    assert "captured the tokens of 0 model calls in 0 episodes" in done.stderr
+
+
+def test_rollout_cli_explains_bad_input() -> None:
+    done = rollout("nosuch")
+    assert done.returncode == 2 and "No server 'nosuch'; installed servers:" in done.stderr
+    done = rollout("http://127.0.0.1:9", "--policy", "nonsense")
+    assert done.returncode == 2 and "not 'scripted', 'openai' or 'module:callable'" in done.stderr
+    done = rollout("http://127.0.0.1:9", "--policy", "openai")
+    assert done.returncode == 2 and "--policy openai needs --base-url" in done.stderr
+    done = rollout("http://127.0.0.1:9")
+    assert done.returncode == 2 and "Cannot reach the MCP endpoint" in done.stderr and "Traceback" not in done.stderr
+    done = rollout("http://127.0.0.1:9", "--capture-tokens")
+    assert (
+        done.returncode == 2 and "--capture-tokens records a model's tokens: use it with --policy openai" in done.stderr
+    )
+    done = rollout(
+        "http://127.0.0.1:9", "--policy", "openai", "--model", "m", "--base-url", "http://x/v1", "--capture-tokens"
+    )
+    assert done.returncode == 2 and "OPENENV_TRAJECTORIES=off" in done.stderr  # as the tests run

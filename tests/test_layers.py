@@ -1,0 +1,140 @@
+"""The package's layering, checked on its import graph: folders are layers and imports only run down.
+
+Every import counts, whether at module level, inside a function (a lazy import) or under ``TYPE_CHECKING``: a
+lazy import is a dependency all the same, and a type-only circle is still one concept split badly.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "openenv_mcp"
+
+# Rooms (top-level modules and folders of openenv_mcp/) by layer, bottom first. A room may import rooms of lower
+# layers only (and itself). The package's __init__ is the public facade over all of them; servers/ is the shipped
+# environments, which use the toolkit as any third party does.
+LAYERS: list[set[str]] = [
+    {"errors", "models"},
+    {"settings"},
+    {"environment"},
+    {"rewards", "backends"},
+    {"runtime"},
+    {"trajectories"},
+    {"doors", "client"},
+    {"rollout", "deploy", "registry"},
+    {"evaluation", "training", "authoring"},
+    {"cli"},
+]
+RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def _modules(root: Path, package: str) -> dict[str, Path]:
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative.parts[0] in ("servers", "template") or "template" in relative.parts:
+            continue
+        parts = [package, *relative.with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
+    """The modules of ``known`` that ``module`` imports (``from a.b import c`` counts ``a.b.c`` when it is one)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in known] or [base]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                yield name
+
+
+def _graph(root: Path, package: str) -> dict[str, set[str]]:
+    modules = _modules(root, package)
+    return {module: set(_imports(module, path, set(modules))) for module, path in modules.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_the_toolkit_has_no_import_circle() -> None:
+    assert _circles(_graph(PACKAGE, "openenv_mcp")) == []
+
+
+def test_the_memory_environment_has_no_import_circle() -> None:
+    assert _circles(_graph(ROOT / "envs" / "memory" / "memory_env", "memory_env")) == []
+
+
+def test_every_room_of_the_toolkit_has_a_layer() -> None:
+    rooms = {_room(module) for module in _modules(PACKAGE, "openenv_mcp")} - {"__init__"}
+    assert rooms == set(RANK), "a new top-level module or folder needs its place in LAYERS (and a reason)"
+
+
+def test_imports_run_down_the_layers_only() -> None:
+    upward = sorted(
+        f"{module} imports {target} ({_room(module)} is layer {RANK[_room(module)]}, "
+        f"{_room(target)} layer {RANK[_room(target)]})"
+        for module, targets in _graph(PACKAGE, "openenv_mcp").items()
+        if _room(module) != "__init__"
+        for target in targets
+        if _room(target) != _room(module) and RANK.get(_room(target), -1) >= RANK[_room(module)]
+    )
+    assert upward == []
+
+
+def test_the_flat_floor_holds_the_vocabulary_only() -> None:
+    flat = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    assert len(flat) <= 8, flat
