@@ -231,6 +231,7 @@ class TaskInfo(_Strict):
     id: str
     split: str
     prompt: str
+    difficulty: str | None = None
 
 
 class TaskProgress(_Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openenv_mcp.errors import EpisodeError
 
@@ -13,14 +13,17 @@ __all__ = ["Grade", "Task", "TaskSet"]
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """A task: its id, its split, and the prompt an agent is given.
+    """A task: its id, its split, the prompt an agent is given, and how hard it is.
 
-    Environments subclass it to carry what grading needs (gold answers, hidden tests).
+    Environments subclass it to carry what grading needs (gold answers, hidden tests). ``difficulty`` is a tier
+    name (``easy``, ``medium``, ``hard``...) from what made the task (joins, steps, distractors, hops); ``None``
+    when unknown. It is keyword-only, so a subclass's own fields need no defaults.
     """
 
     id: str
     split: str
     prompt: str
+    difficulty: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,7 +242,9 @@ class Runtime:
     def task_list(self, split: str | None = None) -> TaskList:
         self._require_sim("The task list")
         tasks = [
-            TaskInfo(id=t.id, split=t.split, prompt=t.prompt) for t in self.tasks if split is None or t.split == split
+            TaskInfo(id=t.id, split=t.split, prompt=t.prompt, difficulty=t.difficulty)
+            for t in self.tasks
+            if split is None or t.split == split
         ]
         curriculum = self.curriculum.state() if self.curriculum is not None else None
         return TaskList(tasks=tasks, splits=self.tasks.splits, curriculum=curriculum)

@@ -224,7 +224,7 @@ def node_client(*args: str, timeout: float = 60) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-MEMORY_UPSTREAM = Path(__file__).resolve().parents[2] / "envs" / "memory" / "node_modules" / ".bin" / "mcp-server-memory"
+MEMORY_UPSTREAM = Path(__file__).resolve().parents[2] / "envs/memory/node_modules/.bin/mcp-server-memory"
 
 
 def memory_upstream() -> str:
