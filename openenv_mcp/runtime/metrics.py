@@ -15,7 +15,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
-    from openenv_mcp.judge import LLMJudge
+    from openenv_mcp.rewards.judge import LLMJudge
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
