@@ -76,6 +76,8 @@ def _list(args: argparse.Namespace) -> int:
         env = load_environment(name)
         print(f"{name:<12} {', '.join(env.tools.names)}")
         print(f"{'':<12} {env.description}")
+        for hint in env.missing():
+            print(f"{'':<12} not ready here: {hint}")
     return 0
 
 

@@ -221,14 +221,16 @@ _BUNDLERS: dict[str, _Bundler] = {"postgresql": _postgres}
 
 
 def shipped_servers() -> list[str]:
-    """The installed servers whose package imports (a registered server not written yet is left out)."""
+    """The installed servers whose package imports and that serve both modes (a registered server not written yet
+    is left out, and so is a world, which serves sim only: docs/worlds.md)."""
     names = []
     for name in server_names():
         try:
-            load_environment(name)
+            env = load_environment(name)
         except (ImportError, AttributeError, ConfigError):
             continue  # registered, but its package is not (completely) there yet
-        names.append(name)
+        if "prod" in env.modes:
+            names.append(name)
     return names
 
 

@@ -110,6 +110,12 @@ class Environment(Generic[BackendT, TaskT]):
             state included), independent from then on; called with the episode's lock held. Without it a fork
             replays the episode's actions on a fresh backend, which every environment supports.
         version: The server's version, as MCP ``serverInfo`` reports it.
+        opening: What an episode's backend shows at its start, after the task's prompt, in the episode's first
+            observation (a text game's first room): takes what ``sim_backend`` made; ``None`` shows the prompt only.
+        modes: The modes it serves. A world (a simulator, a text game) has no real service behind it, so it serves
+            sim only: it is left out of the prod-and-sim deployments (compose, Kubernetes, the registry).
+        requires: What is missing for the environment to serve (an optional package, a runtime), as hints that
+            say how to install each; ``openenv-mcp list`` shows them. ``None``: nothing beyond the toolkit.
     """
 
     name: str
@@ -128,6 +134,13 @@ class Environment(Generic[BackendT, TaskT]):
     max_steps: int = 20
     version: str = "0.1.0"
     sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None  # takes what sim_backend made
+    opening: Callable[[Any], Observation | None] | None = None  # takes what sim_backend made
+    modes: tuple[str, ...] = ("sim", "prod")
+    requires: Callable[[], list[str]] | None = None
+
+    def missing(self) -> list[str]:
+        """Hints for what this environment needs and does not find here (empty when it can serve)."""
+        return self.requires() if self.requires is not None else []
 
     def variables(self, fields: tuple[str, ...] | None = None) -> list[Variable]:
         """The environment variables behind ``fields`` of the settings class (all fields by default)."""

@@ -294,6 +294,9 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
         except ConfigError as exc:
             failures.append(exc.message)
             continue
+        if "prod" not in env.modes and not names:
+            report.skipped.append(f"{name} (serves sim only: no prod services to map)")
+            continue
         try:
             documents[name] = build_document(env)
         except RegistryError as exc:

@@ -187,7 +187,7 @@ class Runtime:
         episode = await self._open(task, seed)
         self.metrics.resets.inc()
         self.metrics.reset_latency.observe(time.perf_counter() - started)
-        observation = task_observation(task, self.tools.names)
+        observation = self._first(episode)
         for observer in self.observers:
             observer.on_reset(episode, observation)
         return construct(
@@ -226,10 +226,15 @@ class Runtime:
             self._defaults_opened += 1
             task = self.tasks.pick(task_id=None, split=None, seed=seed)
             episode = await self._open(task, seed, DEFAULT_EPISODE)
-            observation = task_observation(task, self.tools.names)
+            observation = self._first(episode)
             for observer in self.observers:
                 observer.on_reset(episode, observation)
             return episode
+
+    def _first(self, episode: Episode) -> Observation:
+        """An episode's first observation: its task's prompt, then what its backend shows at the start, if any."""
+        opening = self.env.opening(episode.backend) if self.env.opening is not None else None
+        return task_observation(episode.task, self.tools.names, opening)
 
     def episode(self, episode_id: str) -> Episode:
         self._require_sim("Episode state")
@@ -373,7 +378,7 @@ class Runtime:
     def _opened(self, episode: Episode, *, via: str) -> StepResult:
         """Announce a fork or a restored episode to the observers; its answer (its last observation)."""
         task = episode.task
-        first = task_observation(task, self.tools.names)
+        first = self._first(episode)
         for observer in self.observers:
             observer.on_reset(episode, first)
         last = episode.log[-1] if episode.log else None
@@ -569,12 +574,17 @@ def _judges(grade: Any) -> list[Any]:
     return [component for component in getattr(grade, "components", ()) if isinstance(component, judge.LLMJudge)]
 
 
-def task_observation(task: Task, tools: list[str]) -> Observation:
-    """The first observation of an episode: the task's prompt."""
+def task_observation(task: Task, tools: list[str], opening: Observation | None = None) -> Observation:
+    """The first observation of an episode: the task's prompt, then ``opening`` (what the world shows first)."""
+    text = task.prompt
+    structured: dict[str, Any] = {"task_id": task.id, "split": task.split, "prompt": task.prompt, "tools": tools}
+    if opening is not None:
+        text = "\n\n".join([text, *(block.text for block in opening.content if type(block) is TextBlock)])
+        structured["opening"] = opening.structured_content
     return construct(
         Observation,
-        content=[construct(TextBlock, type="text", text=task.prompt)],
-        structured_content={"task_id": task.id, "split": task.split, "prompt": task.prompt, "tools": tools},
+        content=[construct(TextBlock, type="text", text=text)],
+        structured_content=structured,
         is_error=False,
     )
 

@@ -1,0 +1,208 @@
+"""The worker environment: a DockerGym-style worker, unchanged, on the one path (HTTP, MCP, eval), warm and reused,
+forked by replay; a worker that crashes, garbles or hangs fails its own episode only."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from openenv_mcp.authoring.determinism import audit_determinism
+from openenv_mcp.authoring.tasksets import check_task_set
+from openenv_mcp.servers.worker import environment
+from tests.support import LiveServer, live_server
+from tests.support.worlds import COUNTER_WORKER, UNRULY_WORKER, act, command, view, write_tasks
+
+CLI = [sys.executable, "-m", "openenv_mcp.cli"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("counter")
+    monkeypatch_module.setenv("WORKER_COMMAND", command(COUNTER_WORKER))
+    monkeypatch_module.setenv("WORKER_TASKS", str(write_tasks(folder)))
+    monkeypatch_module.setenv("WORKER_POOL_SIZE", "2")
+    with live_server(environment, mode="sim") as server:
+        yield server
+
+
+def test_a_dockergym_worker_plays_to_its_own_reward_over_http(counter: LiveServer) -> None:
+    with httpx.Client(base_url=counter.url) as http:
+        first = http.post("/reset", json={"task_id": "count-9"}).json()
+        text = first["observation"]["content"][0]["text"]
+        assert text.startswith("Task count-9") and "The counter shows 1. Bring it to 9." in text
+        opening = first["observation"]["structured_content"]["opening"]
+        assert opening["valid_actions"] == ["add 1", "add 2", "look"] and opening["info"] == {"value": 1}
+        episode = first["episode_id"]
+        rewards = [act(http, episode, "add 2").json()["reward"] for _ in range(3)]
+        last = act(http, episode, "add 2").json()
+        assert rewards == [0.0, 0.0, 0.0] and (last["reward"], last["done"]) == (1.0, True)
+        assert last["observation"]["structured_content"]["observation"] == "The counter shows 9."
+        state = http.get("/state", headers={"X-Episode-Id": episode}).json()
+        assert (state["step_count"], state["total_reward"], state["done"]) == (4, 1.0, True)
+        assert act(http, episode, "look").status_code == 409  # the worker's done flag ended it
+        http.delete(f"/episodes/{episode}")
+
+
+@pytest.mark.anyio
+async def test_the_same_world_over_mcp_with_reward_in_meta(counter: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=counter.url) as http:
+        episode = (await http.post("/reset", json={"task_id": "count-3"})).json()["episode_id"]
+    async with (
+        httpx2.AsyncClient(headers={"X-Episode-Id": episode}) as http2,
+        Client(streamable_http_client(counter.mcp_url, http_client=http2)) as client,  # type: ignore[arg-type]
+    ):
+        listed = await client.list_tools()
+        assert [tool.name for tool in listed.tools] == ["act"]
+        assert listed.tools[0].input_schema["required"] == ["action"]
+        await client.call_tool("act", {"action": "add 1"})
+        answer = await client.call_tool("act", {"action": "add 2"})
+    assert answer.structured_content is not None and answer.structured_content["observation"] == "The counter shows 3."
+    assert answer.meta is not None and answer.meta["openenv-mcp/reward"] == 1.0 and answer.meta["openenv-mcp/done"]
+
+
+def test_a_worker_started_ahead_takes_episode_after_episode(counter: LiveServer) -> None:
+    with httpx.Client(base_url=counter.url) as http:
+        seen = []
+        for _ in range(3):
+            first = http.post("/reset", json={"task_id": "introspect"}).json()
+            seen.append(first["observation"]["structured_content"]["opening"]["info"])
+            http.delete(f"/episodes/{first['episode_id']}")
+    # one process answered all three (init again), and it had been warmed before the first (inits counts them)
+    assert len({info["pid"] for info in seen}) == 1
+    assert [info["inits"] for info in seen] == [seen[0]["inits"], seen[0]["inits"] + 1, seen[0]["inits"] + 2]
+    assert seen[0]["inits"] >= 2
+
+
+def test_forks_and_snapshots_replay_the_world(counter: LiveServer) -> None:
+    with httpx.Client(base_url=counter.url) as http:
+        source = http.post("/reset", json={"task_id": "count-9"}).json()["episode_id"]
+        act(http, source, "add 2")
+        forked = http.post(f"/episodes/{source}/fork").json()
+        assert forked["info"]["via"] == "replay" and forked["info"]["step_count"] == 1
+        fork = forked["episode_id"]
+        assert view(act(http, fork, "add 1"))["info"] == {"value": 4}
+        assert view(act(http, source, "add 2"))["info"] == {"value": 5}  # each world went its own way
+        snapshot = http.post(f"/episodes/{source}/snapshot").json()
+        restored = http.post("/reset", json={"snapshot": snapshot}).json()
+        assert view(act(http, restored["episode_id"], "look"))["info"] == {"value": 5}
+        for episode in (source, fork, restored["episode_id"]):
+            http.delete(f"/episodes/{episode}")
+
+
+def test_the_counter_world_passes_the_determinism_audit_and_its_task_set_check(counter: LiveServer) -> None:
+    actions = [("act", {"action": a}) for a in ("add 1", "add 2", "look", "jump")]
+    assert audit_determinism(environment, actions=actions, sequences=6, max_length=5) == []
+    tasks = [task for task in environment.tasks() if task.split != "probe"]
+    report = check_task_set(environment, tasks=tasks)
+    assert report.ok, (report.failures, report.problems)
+    assert report.played == 4 and report.counts == {"train": {"easy": 2}, "test": {"easy": 1, "hard": 1}}
+
+
+def test_eval_with_the_scripted_policy_solves_the_test_split(counter: LiveServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*CLI, "eval", counter.url, "-k", "1", "--no-progress", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, check=False, env=dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["run"]["policy"] == "scripted"
+    assert (results["overall"]["tasks"], results["overall"]["pass^k"]["1"]) == (2, 1.0)
+
+
+# faults ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unruly(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("unruly")
+    tasks = [{"id": "t", "split": "train", "env_id": "anything"}]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKER_COMMAND", command(UNRULY_WORKER))
+        patch.setenv("WORKER_TASKS", str(write_tasks(folder, tasks)))
+        patch.setenv("WORKER_STEP_TIMEOUT", "2")
+        patch.setenv("WORKER_POOL_SIZE", "1")
+        with live_server(environment, mode="sim") as server:
+            yield server
+
+
+def _pid(server: LiveServer, episode: str) -> int:
+    return int(server.runtime.episodes.get(episode).backend.worker.process.pid)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("action", "why"),
+    [("crash", "exited before answering a step"), ("garbage", "answered a step with garbage"),
+     ("hang", "did not answer a step within 2 s")],
+)  # fmt: skip
+def test_a_failing_worker_fails_its_episode_with_a_503_and_others_go_on(
+    unruly: LiveServer, caplog: pytest.LogCaptureFixture, action: str, why: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="openenv_mcp.servers.worker")
+    with httpx.Client(base_url=unruly.url, timeout=30) as http:
+        victim = http.post("/reset", json={}).json()["episode_id"]
+        bystander = http.post("/reset", json={}).json()["episode_id"]
+        pid = _pid(unruly, victim)
+        failed = act(http, victim, action)
+        assert failed.status_code == 503, failed.text
+        error = failed.json()["error"]
+        assert error["code"] == "backend_unavailable"
+        assert f"worker worker (pid {pid}: {command(UNRULY_WORKER)})" in error["message"] and why in error["message"]
+        assert _gone(pid)  # its whole process group was killed
+        again = act(http, victim, "look")
+        assert again.status_code == 503 and "is gone" in again.json()["error"]["message"]
+        assert view(act(http, bystander, "look"))["observation"] == "you did look"
+        for episode in (victim, bystander):
+            http.delete(f"/episodes/{episode}")
+    if action == "crash":
+        assert "RuntimeError: the world fell over" in caplog.text  # the stderr tail is in the log
+
+
+def test_a_world_refusing_an_action_is_a_tool_error_and_the_episode_goes_on(unruly: LiveServer) -> None:
+    with httpx.Client(base_url=unruly.url) as http:
+        episode = http.post("/reset", json={}).json()["episode_id"]
+        refused = act(http, episode, "refuse").json()
+        assert refused["observation"]["is_error"] and refused["reward"] == 0.0 and not refused["done"]
+        assert "the world does not know how to refuse" in refused["observation"]["content"][0]["text"]
+        assert view(act(http, episode, "look"))["observation"] == "you did look"
+        http.delete(f"/episodes/{episode}")
+
+
+def _serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "serve", "worker", "--port", "0"], capture_output=True, text=True, timeout=60, check=False,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}, **env},
+    )  # fmt: skip
+
+
+def test_a_missing_setting_or_a_broken_command_stops_the_start_with_a_clear_message(tmp_path: Path) -> None:
+    missing = _serve(tmp_path)
+    assert missing.returncode == 2 and "set WORKER_COMMAND" in missing.stderr and "set WORKER_TASKS" in missing.stderr
+    tasks = str(write_tasks(tmp_path))
+    broken = _serve(tmp_path, WORKER_COMMAND="/nonexistent/worker --flag", WORKER_TASKS=tasks)
+    assert broken.returncode != 0
+    assert "The worker worker could not start (/nonexistent/worker" in broken.stderr
+    prod = subprocess.run(
+        [*CLI, "serve", "worker", "--port", "0", "--mode", "prod"], capture_output=True, text=True, timeout=60,
+        check=False, env={**os.environ, "WORKER_COMMAND": command(COUNTER_WORKER), "WORKER_TASKS": tasks},
+    )  # fmt: skip
+    assert prod.returncode != 0 and "worker has no prod mode yet" in prod.stderr
