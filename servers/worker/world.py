@@ -15,12 +15,23 @@ from openenv_mcp.servers.worker.settings import WorkerConfig
 from openenv_mcp.servers.worker.tasks import WorldTask
 from openenv_mcp.servers.worker.tools import world_tools
 
-__all__ = ["world_environment"]
+__all__ = ["world_environment", "world_tasks"]
 
 PROD_REFUSAL = (
     "{name} has no prod mode yet: a world has no real service, so its prod must give each MCP session its own "
     "world, which needs MCP sessions to be episodes (docs/worlds.md); serve it in sim mode (MODE=sim)"
 )
+
+
+def world_tasks(name: str, load: Callable[[], TaskSet], missing: Callable[[], list[str]]) -> Callable[[], TaskSet]:
+    """``load``, preceded by a check that the world can run here: serving stops at once, saying what to install."""
+
+    def checked() -> TaskSet:
+        if hints := missing():
+            raise ConfigError(f"{name} cannot run here; it needs " + "; and ".join(hints))
+        return load()
+
+    return checked
 
 
 def world_environment(
@@ -34,6 +45,7 @@ def world_environment(
     solve: Callable[[WorldTask], Sequence[tuple[str, dict[str, Any]]]] | None,
     init_params: Callable[[WorldTask, int, Any], Mapping[str, Any]] = lambda task, seed, settings: task.params,
     show_valid_actions: Callable[[Any], bool] = lambda settings: True,
+    prepare: Callable[[WorldTask, Any], Awaitable[None]] | None = None,
     sim_summary: str,
     max_steps: int,
     requires: Callable[[], list[str]] | None = None,
@@ -51,6 +63,7 @@ def world_environment(
         solve: The reference solution of a task as ``act`` calls (``--policy scripted`` plays it).
         init_params: The ``init`` parameters of a task under a seed (the task's own ``params`` by default).
         show_valid_actions: Whether answers list the actions the world accepts, from the settings.
+        prepare: Makes what a task's world needs before its ``init`` (a game file), given the settings.
         sim_summary: What the sim backend is, in one sentence.
         max_steps: Steps after which an episode is done.
         requires: What is missing here for the world to run, as install hints.
@@ -60,6 +73,8 @@ def world_environment(
     act = tools.get("act")
 
     async def sim_backend(task: WorldTask, seed: int, server_settings: Any) -> WorldBackend:
+        if prepare is not None:
+            await prepare(task, server_settings)
         return await WorldBackend.open(
             config(server_settings),
             task.env_id,
