@@ -237,7 +237,7 @@ class TrajectoryRecorder:
     def on_reset(self, episode: Episode, observation: Observation) -> None:
         if self.disabled:
             return
-        self._open(episode)
+        self._open(episode, observation.text)
 
     def on_step(self, episode: Episode, call: BoundCall, outcome: Outcome, seconds: float) -> None:
         if self.disabled:
@@ -292,7 +292,9 @@ class TrajectoryRecorder:
             }
         )
 
-    def _open(self, episode: Episode) -> str:
+    def _open(self, episode: Episode, prompt: str | None = None) -> str:
+        """Start recording an episode; ``prompt`` is what its first observation showed (the task's prompt, and what
+        a world shows first), the task's prompt when unknown."""
         uid = uuid.uuid4().hex
         self._uids[episode] = uid
         self._opened.append(
@@ -304,7 +306,7 @@ class TrajectoryRecorder:
                 "task_id": episode.task.id,
                 "split": episode.task.split,
                 "seed": episode.seed,
-                "prompt": episode.task.prompt,
+                "prompt": episode.task.prompt if prompt is None else prompt,
                 "max_steps": episode.max_steps,
                 "created_at": episode.created_at,
                 "step_count": 0,

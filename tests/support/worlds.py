@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.environment.spec import Environment
+from openenv_mcp.settings import Settings
+from openenv_mcp.trajectories import record_trajectories
+from tests.support import LiveServer, serve_app
 
 HERE = Path(__file__).resolve().parent
 COUNTER_WORKER = HERE / "dockergym_worker.py"
@@ -53,3 +61,26 @@ def view(answer: httpx.Response) -> dict[str, Any]:
     assert answer.status_code == 200, body
     structured: dict[str, Any] = body["observation"]["structured_content"]
     return structured
+
+
+@contextmanager
+def recording_server(env: Environment[Any, Any], trajectories: str, **settings: Any) -> Iterator[LiveServer]:
+    """Serve ``env`` as :func:`tests.support.live_server` does, recording every episode into ``trajectories``."""
+    runtime = build_runtime(env, Settings(**{"port": 0, "mode": "sim", "trajectories": trajectories, **settings}))
+    record_trajectories(runtime)
+    app = build_app(runtime)
+    with serve_app(app, until=lambda: not app.state.mcp.loading) as url:
+        yield LiveServer(url=url, runtime=runtime)
+
+
+def play(http: httpx.Client, task_id: str, actions: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Reset ``task_id`` and send ``actions`` until the episode is done; its id and every step's answer."""
+    episode = str(http.post("/reset", json={"task_id": task_id}).json()["episode_id"])
+    answers = []
+    for action in actions:
+        answer = act(http, episode, action)
+        assert answer.status_code == 200, answer.text
+        answers.append(answer.json())
+        if answers[-1]["done"]:
+            break
+    return episode, answers
