@@ -66,7 +66,8 @@ async def grade(task: WorldTask, world: WorldBackend, call: BoundCall, observati
 
 
 class _GoldPaths:
-    """Gold paths from one ScienceWorld worker in ``--gold`` mode, started on first use and kept (a JVM)."""
+    """Gold paths from one ScienceWorld worker in ``--gold`` mode, started on first use and kept (a JVM); each
+    path was played there and solved its task (the simulator's paths vary from load to load: worker.py)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -97,15 +98,22 @@ class _GoldPaths:
         return actions
 
     def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            assert self._process.stdin is not None
+        if self._process is not None:
+            assert self._process.stdin is not None and self._process.stdout is not None
             self._process.stdin.close()
-            self._process.wait(timeout=20)
+            try:
+                self._process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process.stdout.close()
+            self._process = None
 
 
 _gold = _GoldPaths()
 
 
 def solve(task: WorldTask) -> list[tuple[str, dict[str, Any]]]:
-    """ScienceWorld's gold action sequence for the task's variation, as ``act`` calls."""
+    """ScienceWorld's gold action sequence for the task's variation, as ``act`` calls (one that was seen to solve
+    it, when the simulator gave one in five tries; else its last: a task set check then names the task)."""
     return [("act", {"action": action}) for action in _gold(task.env_id, int(task.params["variation"]))]

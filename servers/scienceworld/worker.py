@@ -3,14 +3,16 @@
 Run as a script (``python worker.py``), it imports the ``scienceworld`` package and the standard library only, so
 each worker stays small. It starts its JVM at once, so a worker the pool started ahead is warm by its first
 ``init``, and keeps it across inits. Its answers carry ScienceWorld's own numbers: ``reward`` is the change of the
-score (0-100) and ``score`` the score; the server turns them into rewards. ``valid_actions`` are sorted (the
-simulator's order is not stable across JVMs).
+score (0-100) since the last answer and ``score`` the score; the server turns them into rewards. The points a
+task's starting position already earns (the package's reset takes a first look, which can score) count on the
+first step, so the rewards of an episode add up to its final score (the package's own rewards leave them out).
+``valid_actions`` are sorted (the simulator's order is not stable across JVMs).
 
     -> {"cmd": "init", "env_id": "boil", "variation": 3, "simplifications": ""}
     -> {"cmd": "step", "action": "open door to kitchen"}
 
 ``python worker.py --gold`` answers gold paths instead: ``{"task": "boil", "variation": 3}`` ->
-``{"actions": [...]}`` (a line each), for the scripted policy.
+``{"actions": [...], "solves": true}`` (a line each), for the scripted policy; each path is played first.
 """
 
 from __future__ import annotations
@@ -44,24 +46,47 @@ class World:
 
         self.env = ScienceWorldEnv("", envStepLimit=_STEP_LIMIT)
         self.loaded = False
+        self.score = 0  # the score the last answer reported
 
     def init(self, task: str, variation: int, simplifications: str) -> dict[str, Any]:
         self.env.load(task, variation, simplifications, False)
         observation, info = self.env.reset()
-        self.loaded = True
+        self.loaded, self.score = True, 0
         text = f"{info['taskDesc'].strip()}\n\n{observation.strip()}"
         return self._answer(text, 0, False, info)
 
     def step(self, action: str) -> dict[str, Any]:
         if not self.loaded:
             raise RuntimeError("no task is loaded: send init first")
-        observation, reward, done, info = self.env.step(action)
+        observation, _, done, info = self.env.step(action)
+        reward, self.score = info["score"] - self.score, info["score"]
         return self._answer(observation.strip(), reward, done, info)
 
-    def gold(self, task: str, variation: int) -> list[str]:
-        self.env.load(task, variation, "", True)
+    def gold(self, task: str, variation: int, *, attempts: int = 5) -> tuple[list[str], bool]:
+        """A gold path that solves the variation when played from its start, and whether one was found.
+
+        The simulator makes its gold path anew at each load, not always the same one (objects with the same name
+        are told apart by descriptions that change as the world does), and now and then one that does not reach
+        the full score when played again (an ambiguous object stops it). The world itself is the same at every
+        load, so a path that solves it once here solves it for every worker: each is played before it is given.
+        """
+        actions: list[str] = []
+        for _ in range(attempts):
+            self.env.load(task, variation, "", True)
+            actions = list(self.env.get_gold_action_sequence())
+            self.env.load(task, variation, "", False)
+            self.env.reset()
+            score, done = 0, False
+            for action in actions:
+                _, _, done, info = self.env.step(action)
+                score = info["score"]
+                if done:
+                    break
+            if done and score == 100:
+                self.loaded = False
+                return actions, True
         self.loaded = False
-        return list(self.env.get_gold_action_sequence())
+        return actions, False
 
     @staticmethod
     def _answer(text: str, reward: float, done: bool, info: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +126,8 @@ def serve_gold(world: World, stream: TextIO) -> None:
     for line in sys.stdin:
         if line.strip():
             asked = json.loads(line)
-            _send(stream, {"actions": world.gold(str(asked["task"]), int(asked["variation"]))})
+            actions, solves = world.gold(str(asked["task"]), int(asked["variation"]))
+            _send(stream, {"actions": actions, "solves": solves})
 
 
 def main() -> None:
