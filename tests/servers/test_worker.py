@@ -21,6 +21,7 @@ from openenv_mcp.authoring.determinism import audit_determinism
 from openenv_mcp.authoring.tasksets import check_task_set
 from openenv_mcp.servers.worker import environment
 from tests.support import LiveServer, live_server
+from tests.support.containers import Engine, running_engine
 from tests.support.worlds import COUNTER_WORKER, UNRULY_WORKER, act, command, view, write_tasks
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -206,3 +207,50 @@ def test_a_missing_setting_or_a_broken_command_stops_the_start_with_a_clear_mess
         check=False, env={**os.environ, "WORKER_COMMAND": command(COUNTER_WORKER), "WORKER_TASKS": tasks},
     )  # fmt: skip
     assert prod.returncode != 0 and "worker has no prod mode yet" in prod.stderr
+
+
+# a container per episode ---------------------------------------------------------------------------------------
+
+COUNTER_IMAGE = "localhost/openenv-counter-worker:test"
+
+
+@pytest.fixture(scope="module")
+def containers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Engine]]:
+    folder = tmp_path_factory.mktemp("containers")
+    with running_engine(folder) as engine, pytest.MonkeyPatch.context() as patch:
+        engine.build(
+            COUNTER_IMAGE,
+            ROOT / "tests" / "support",
+            dockerfile=ROOT / "tests/servers/images/counter-worker/Dockerfile",
+        )
+        patch.setenv("CONTAINERS_CONF", engine.env["CONTAINERS_CONF"])
+        patch.setenv("WORKER_IMAGE", COUNTER_IMAGE)
+        patch.setenv("WORKER_COMMAND", "python -u /app/worker.py")
+        patch.setenv("WORKER_RUN_OPTIONS", "--network=none")
+        patch.setenv("WORKER_TASKS", str(write_tasks(folder)))
+        patch.setenv("WORKER_POOL_SIZE", "1")
+        with live_server(environment, mode="sim") as server:
+            yield server, engine
+
+
+def _running(engine: Engine) -> set[str]:
+    listed = engine.podman("ps", "--filter", "label=openenv-mcp.world=worker", "--format", "{{.Names}}")
+    return set(listed.stdout.split())
+
+
+@pytest.mark.containers
+def test_the_same_worker_in_a_container_per_episode(containers: tuple[LiveServer, Engine]) -> None:
+    server, engine = containers
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        episodes = [http.post("/reset", json={"task_id": task}).json()["episode_id"] for task in ("count-3", "count-9")]
+        names = [server.runtime.episodes.get(episode).backend.worker.container for episode in episodes]
+        assert len(set(names)) == 2 and set(names) <= _running(engine)
+        rewards = [act(http, episodes[0], "add 1").json()["reward"], act(http, episodes[0], "add 2").json()["reward"]]
+        assert rewards == [0.0, 1.0]
+        assert view(act(http, episodes[1], "add 2"))["info"] == {"value": 3}
+        for episode in episodes:
+            http.delete(f"/episodes/{episode}")
+        assert not set(names) & _running(engine)  # each episode's container went with it
+        again = http.post("/reset", json={"task_id": "count-3"}).json()["episode_id"]
+        assert server.runtime.episodes.get(again).backend.worker.container not in names  # a fresh one, not reused
+        http.delete(f"/episodes/{again}")
