@@ -122,6 +122,21 @@ def test_eval_with_the_scripted_policy_solves_the_test_split(counter: LiveServer
     assert (results["overall"]["tasks"], results["overall"]["pass^k"]["1"]) == (2, 1.0)
 
 
+def test_the_tasks_command_counts_the_set_and_plays_it(counter: LiveServer) -> None:
+    counted = subprocess.run([*CLI, "tasks", "worker"], capture_output=True, text=True, timeout=60, check=False)
+    assert counted.returncode == 0 and "test          2  (easy 1, hard 1)" in counted.stdout, counted.stderr
+    checked = subprocess.run(
+        [*CLI, "tasks", "worker", "--check", "--all", "--split", "test"], capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0 and "worker: played 2 of 2 tasks: ok" in checked.stdout, checked.stderr
+    unsolved = subprocess.run(
+        [*CLI, "tasks", "worker", "--check", "--split", "probe"], capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert unsolved.returncode == 1 and "introspect: the reference earned 0 in 0 steps" in unsolved.stdout
+
+
 # faults ---------------------------------------------------------------------------------------------------------
 
 
