@@ -1,7 +1,8 @@
 """The warm pool: workers started ahead of resets and, between episodes, kept for the next one.
 
-A reset takes an idle worker (or starts one when none is idle) and the pool starts a replacement in the
-background, so the next reset does not wait for a process start (or a JVM's). A worker whose episode ended goes
+A reset takes an idle worker (or starts one when none is idle); the pool starts replacements in the background
+(for each lease without reuse; once it has run dry with reuse), so the next reset does not wait for a process
+start (or a JVM's). A worker whose episode ended goes
 back to the pool when it is healthy, the world allows reuse and the pool has room; otherwise it is stopped.
 Pools are shared by every backend made from the same configuration in one event loop, and stop (their idle
 workers with them) when the last such backend closes.
@@ -71,7 +72,11 @@ class WorkerPool:
         if worker is None:
             worker = await Worker.start(self.config)
             self.started += 1
-        self._top_up()
+        if not self.config.reuse or not self.idle:
+            # Without reuse every lease uses a worker up: replace it now. With reuse, leased workers come back when
+            # their episodes end, so the pool refills only once it has run dry (replacing each lease would start a
+            # process per reset, to be stopped when the leased one returns: a core's worth of waste under a trainer).
+            self._top_up()
         return worker
 
     async def give_back(self, worker: Worker) -> None:
