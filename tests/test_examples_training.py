@@ -19,7 +19,7 @@ from openenv_mcp.rollout import EpisodeResult, Summary
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
 from tests.support import LiveServer, live_server, serve_app
-from tests.test_rollout import ScriptedModel
+from tests.support.model import ScriptedModel
 
 REPO = Path(__file__).parent.parent
 DOC = (REPO / "docs" / "training.md").read_text()

@@ -45,8 +45,7 @@ from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.search.load import load_corpus
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.servers.sql.load import load
-from tests import buggy_env
-from tests.support import LiveServer, live_server, mcp_call, record, wait_for
+from tests.support import LiveServer, buggy_env, live_server, mcp_call, record, wait_for
 from tests.support.buggy_env import buggy
 from tests.support.email import Dovecot, SmtpServer, _dovecot_binary, _Recorder, _wait_for_port, dovecot, smtp_server
 from tests.support.postgres import PgCluster, pg_cluster

@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from openenv_mcp.backends import Backend
-from openenv_mcp.environment.tasks import Task
+from openenv_mcp.environment.spec import Environment
+from openenv_mcp.environment.tasks import Grade, Task
 from openenv_mcp.errors import CapacityExceeded, EpisodeNotFound
 from openenv_mcp.models import EpisodeState, Observation, StepResult, TextBlock, construct
 
-__all__ = ["Episode", "EpisodeTable", "LoggedStep", "Outcome", "observation_digest"]
+__all__ = [
+    "Episode",
+    "EpisodeTable",
+    "LoggedStep",
+    "Outcome",
+    "first_observation",
+    "observation_digest",
+    "task_observation",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +93,37 @@ class Episode:
     def touch(self) -> None:
         """Mark the episode active now (idle reaping counts from here)."""
         self.last_active_at = time.time()
+
+    def record(self, tool: str, arguments: Mapping[str, Any], observation: Observation, grade: Grade) -> bool:
+        """Count one step that ran and was graded (the episode's lock held): its reward, its place in the log, and
+        whether the episode is now done. True when the step limit ended it (truncated) rather than the task."""
+        self.pending = None
+        self.step_count += 1
+        self.total_reward += grade.reward
+        truncated = not grade.done and self.step_count >= self.max_steps
+        self.done = grade.done or truncated
+        # What the log keeps of the observation (LoggedStep): its one text block, or its digest. Built with
+        # tuple.__new__ (not the NamedTuple's Python-level __new__): this runs on every step.
+        content = observation.content
+        if len(content) == 1 and not observation.is_error and type(block := content[0]) is TextBlock:
+            result: str | bytes = block.text
+        else:
+            result = observation_digest(observation)
+        self.log.append(tuple.__new__(LoggedStep, (tool, arguments, result, grade.reward, self.done)))
+        self.last_observation = observation
+        self.last_active_at = time.time()
+        return truncated
+
+    def adopt(self, log: list[LoggedStep]) -> None:
+        """Take ``log`` as the steps so far of this episode, whose backend was copied in the state they left
+        (a fork by the environment's fast path): the counters follow from the log."""
+        self.log = log
+        self.step_count = len(log)
+        total = 0.0
+        for step in log:
+            total += step.reward
+        self.total_reward = total
+        self.done = bool(log and log[-1].done)
 
     def state(self) -> EpisodeState:
         return EpisodeState(
@@ -254,3 +294,25 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 _MALLOC_TRIM = _malloc_trim()
+
+
+def task_observation(task: Task, tools: list[str], opening: Observation | None = None) -> Observation:
+    """The first observation of an episode: the task's prompt, then ``opening`` (what the world shows first)."""
+    text = task.prompt
+    structured: dict[str, Any] = {"task_id": task.id, "split": task.split, "prompt": task.prompt, "tools": tools}
+    if opening is not None:
+        text = "\n\n".join([text, *(block.text for block in opening.content if type(block) is TextBlock)])
+        structured["opening"] = opening.structured_content
+    return construct(
+        Observation,
+        content=[construct(TextBlock, type="text", text=text)],
+        structured_content=structured,
+        is_error=False,
+    )
+
+
+def first_observation(env: Environment[Any, Any], episode: Episode, tools: list[str]) -> Observation:
+    """An episode's first observation: its task's prompt, then what its backend shows at the start, if anything
+    (``Environment.opening``: a text game's first room)."""
+    opening = env.opening(episode.backend) if env.opening is not None else None
+    return task_observation(episode.task, tools, opening)

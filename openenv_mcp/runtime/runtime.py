@@ -1,33 +1,30 @@
-"""The runtime: one environment bound to one mode. Both doors (MCP and HTTP) call into it.
+"""The runtime: one environment bound to one mode, and the one path every call takes.
 
-It owns the one path every call takes: look up and validate the tool, find the episode,
-run the tool on the episode's backend (or the prod backend), grade the step, count it.
+Every door (MCP, HTTP, ``/ws``, OpenEnv's wire, ORS, ``/web``) and every adapter calls :meth:`Runtime.call`: look
+up and validate the tool, find the episode, run the tool on the episode's backend (or the prod backend), grade the
+step, count it (:meth:`Episode.record <openenv_mcp.runtime.episodes.Episode.record>`). Forks, snapshots and restores
+are in ``forks.py``, the batch's eager gather in ``_gather.py``, the collector's tuning in ``_gc.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-import logging
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Grade, Task, TaskSet
 from openenv_mcp.environment.tools import BoundCall
 from openenv_mcp.errors import (
     BackendUnavailable,
-    EnvironmentCrashed,
     EpisodeError,
     EpisodeFinished,
     GradePending,
     ModeError,
     OpenEnvError,
-    ReplayDiverged,
-    ToolError,
     ToolNotFound,
 )
 from openenv_mcp.models import (
@@ -40,26 +37,21 @@ from openenv_mcp.models import (
     StepResult,
     TaskInfo,
     TaskList,
-    TextBlock,
     construct,
 )
 from openenv_mcp.rewards.curriculum import Curriculum
 from openenv_mcp.rewards.rubrics import bind_grade
-from openenv_mcp.runtime.episodes import Episode, EpisodeTable, LoggedStep, Outcome, observation_digest
+from openenv_mcp.runtime._gather import eager_gather
+from openenv_mcp.runtime._gc import Collector
+from openenv_mcp.runtime.crashes import crashed
+from openenv_mcp.runtime.episodes import Episode, EpisodeTable, Outcome, first_observation
+from openenv_mcp.runtime.forks import Forks, ForkVia
 from openenv_mcp.runtime.metrics import Metrics
 from openenv_mcp.runtime.observers import EpisodeObserver
 from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
 from openenv_mcp.settings import Settings
 
-__all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime", "crashed", "task_observation"]
-
-ForkVia = Literal["auto", "replay"]
-"""How a fork is made: ``auto`` uses the environment's fast path (``sim_fork``) when it declares one, else replays
-the source's actions; ``replay`` always replays."""
-
-log = logging.getLogger(__name__)
-
-_GC_YOUNG = 7_000  # the collector's youngest-generation threshold while serving (see _Collector)
+__all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime"]
 
 DEFAULT_EPISODE = "default"
 """The episode a sim-mode MCP call without ``X-Episode-Id`` acts on (opened on first use)."""
@@ -89,9 +81,9 @@ class Runtime:
         self._default_lock = asyncio.Lock()
         self._defaults_opened = 0
         self._reaper: asyncio.Task[None] | None = None
-        self._collecting = False  # counted among the runtimes _Collector serves for
         key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
         self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
+        self.forks = Forks(self)
         self.curriculum: Curriculum | None = None
         if settings.curriculum and self.sim:
             self.curriculum = Curriculum(
@@ -133,10 +125,10 @@ class Runtime:
             )
         else:
             self._backend = await self.env.prod_backend(self.server_settings)
-        _Collector.serving(self)
+        Collector.started(self)
 
     async def stop(self) -> None:
-        _Collector.stopped(self)
+        Collector.stopped(self)
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
@@ -156,249 +148,6 @@ class Runtime:
         except BackendUnavailable as exc:
             return {self.env.name: exc.message}
         return {self.env.name: "ok"}
-
-    # episodes (sim only) ----------------------------------------------------------------------
-
-    def _require_sim(self, what: str) -> None:
-        if not self.sim:
-            raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
-
-    async def reset(
-        self,
-        *,
-        task_id: str | None = None,
-        split: str | None = None,
-        seed: int | None = None,
-        snapshot: Snapshot | None = None,
-    ) -> StepResult:
-        """Open a new episode and return its first observation (or, from a snapshot, the episode it holds)."""
-        self._require_sim("reset")
-        if snapshot is not None:
-            if task_id is not None or split is not None or seed is not None:
-                raise EpisodeError("A reset from a snapshot takes no task_id, split or seed: the snapshot has them")
-            return await self.restore(snapshot)
-        started = time.perf_counter()
-        if seed is None:
-            seed = secrets.randbelow(2**31)
-        if self.curriculum is not None and task_id is None:
-            task = self.tasks.get(self.curriculum.sample(split or self.tasks.default_split).id)
-        else:
-            task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
-        episode = await self._open(task, seed)
-        self.metrics.resets.inc()
-        self.metrics.reset_latency.observe(time.perf_counter() - started)
-        observation = self._first(episode)
-        for observer in self.observers:
-            observer.on_reset(episode, observation)
-        return construct(
-            StepResult,
-            episode_id=episode.id,
-            observation=observation,
-            reward=0.0,
-            done=False,
-            info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
-        )
-
-    async def _open(
-        self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
-    ) -> Episode:
-        async def build() -> Any:
-            try:
-                return await self.env.sim_backend(task, seed, self.server_settings)
-            except OpenEnvError:
-                raise
-            except Exception as exc:
-                raise crashed(
-                    f"The sim backend of task {task.id!r} (seed {seed})", exc, "no episode was opened"
-                ) from exc
-
-        limit = max_steps if max_steps is not None else self.max_steps
-        return await self.episodes.open(task, seed, build, max_steps=limit, episode_id=episode_id)
-
-    async def _default_episode(self) -> Episode:
-        async with self._default_lock:
-            if DEFAULT_EPISODE in self.episodes:
-                episode = self.episodes.get(DEFAULT_EPISODE)
-                if not episode.done:
-                    return episode
-                await self.episodes.close(DEFAULT_EPISODE)
-            seed = self._defaults_opened  # 0, 1, 2...: each new default episode moves to the next draw
-            self._defaults_opened += 1
-            task = self.tasks.pick(task_id=None, split=None, seed=seed)
-            episode = await self._open(task, seed, DEFAULT_EPISODE)
-            observation = self._first(episode)
-            for observer in self.observers:
-                observer.on_reset(episode, observation)
-            return episode
-
-    def _first(self, episode: Episode) -> Observation:
-        """An episode's first observation: its task's prompt, then what its backend shows at the start, if any."""
-        opening = self.env.opening(episode.backend) if self.env.opening is not None else None
-        return task_observation(episode.task, self.tools.names, opening)
-
-    def episode(self, episode_id: str) -> Episode:
-        self._require_sim("Episode state")
-        return self.episodes.get(episode_id)
-
-    async def close_episode(self, episode_id: str) -> Episode:
-        self._require_sim("Closing an episode")
-        return await self.episodes.close(episode_id)
-
-    def task_list(self, split: str | None = None) -> TaskList:
-        self._require_sim("The task list")
-        tasks = [
-            TaskInfo(id=t.id, split=t.split, prompt=t.prompt, difficulty=t.difficulty)
-            for t in self.tasks
-            if split is None or t.split == split
-        ]
-        curriculum = self.curriculum.state() if self.curriculum is not None else None
-        return TaskList(tasks=tasks, splits=self.tasks.splits, curriculum=curriculum)
-
-    # forks and snapshots (sim only) ---------------------------------------------------------------
-
-    async def fork(self, episode_id: str, *, via: ForkVia = "auto") -> StepResult:
-        """A new episode in the state ``episode_id`` is in now; both go on independently.
-
-        The fork counts against the cap. With ``via="auto"`` an environment's fast path copies the backend (under
-        the source's lock); otherwise the source's actions are replayed on a fresh backend, each step checked
-        against the observation it gave (:class:`ReplayDiverged` names the first that differs).
-        """
-        self._require_sim("Forking an episode")
-        source = self.episodes.get(episode_id)
-        copy = self.env.sim_fork if via == "auto" else None
-        if copy is None:
-            async with source.lock:  # the log as it is now; the replay itself runs outside the source's lock
-                self._check_open(source)
-                log = list(source.log)
-            episode = await self._replay(source.task, source.seed, source.max_steps, log, source.id)
-        else:
-            taken: list[Any] = []
-
-            async def build() -> Any:
-                async with source.lock:
-                    self._check_open(source)
-                    taken.extend((list(source.log), source.last_observation))
-                    try:
-                        return await copy(source.backend)
-                    except OpenEnvError:
-                        raise
-                    except Exception as exc:
-                        raise crashed(f"The sim fork of episode {episode_id!r}", exc, "no episode was opened") from exc
-
-            episode = await self.episodes.open(source.task, source.seed, build, max_steps=source.max_steps)
-            log, episode.last_observation = taken
-            self._adopt(episode, log)
-        episode.forked_from = source.id
-        return self._opened(episode, via="fast" if copy is not None else "replay")
-
-    async def snapshot(self, episode_id: str) -> Snapshot:
-        """The episode as signed data: task, seed and its steps (action, observation digest, reward, done)."""
-        self._require_sim("Snapshotting an episode")
-        episode = self.episodes.get(episode_id)
-        async with episode.lock:
-            self._check_open(episode)
-            log = list(episode.log)
-        return self.snapshots.snapshot(episode, log)
-
-    async def restore(self, snapshot: Snapshot) -> StepResult:
-        """Open an episode in the state a snapshot (of this server, or of a replica sharing its key) holds."""
-        self._require_sim("Restoring a snapshot")
-        log = self.snapshots.verify(snapshot)
-        task = self.tasks.get(snapshot.task_id)
-        episode = await self._replay(task, snapshot.seed, snapshot.max_steps, log, "the snapshot")
-        return self._opened(episode, via="replay")
-
-    def _check_open(self, episode: Episode) -> None:
-        if episode.closed:
-            raise self.episodes.not_found(episode.id)
-        if episode.pending is not None:
-            raise GradePending(
-                f"Episode {episode.id!r} has a step whose grade failed ({episode.pending[0].tool.name}): send that "
-                "action again to grade it before forking or snapshotting the episode"
-            )
-
-    @staticmethod
-    def _pending(episode: Episode, bound: BoundCall) -> tuple[BoundCall, Observation, float]:
-        """The step that ran but was not graded, when ``bound`` is the same action; else GradePending."""
-        assert episode.pending is not None
-        pending, observation, ran = episode.pending
-        if (bound.tool.name, dict(bound.arguments)) != (pending.tool.name, dict(pending.arguments)):
-            raise GradePending(
-                f"Episode {episode.id!r}: step {episode.step_count + 1} ({pending.tool.name} "
-                f"{describe(pending.arguments)}) ran but its grade failed; send that same action again to grade "
-                "it (the tool does not run again), or close the episode"
-            )
-        return pending, observation, ran
-
-    def _adopt(self, episode: Episode, log: list[LoggedStep]) -> None:
-        episode.log = log
-        episode.step_count = len(log)
-        total = 0.0
-        for step in log:
-            total += step.reward
-        episode.total_reward = total
-        episode.done = bool(log and log[-1].done)
-
-    async def _replay(self, task: Task, seed: int, max_steps: int, log: Sequence[LoggedStep], source: str) -> Episode:
-        """A new episode of ``task`` under ``seed`` after replaying ``log`` through the one path, checked step by
-        step; closed again (and :class:`ReplayDiverged` raised) at the first step that differs."""
-        episode = await self._open(task, seed, max_steps=max_steps)
-        try:
-            async with episode.lock:
-                for index, recorded in enumerate(log, 1):
-                    where = f"step {index} ({recorded.tool} {describe(recorded.arguments)}) of {source}"
-                    if episode.done:
-                        raise ReplayDiverged(f"Replay diverged at {where}: the replayed episode was already done")
-                    try:
-                        bound = self.tools.bind(recorded.tool, recorded.arguments)
-                    except ToolError as exc:
-                        raise ReplayDiverged(f"Replay failed at {where}: {exc.message}") from None
-                    try:
-                        await self._advance(episode, bound)
-                    except OpenEnvError:
-                        raise
-                    except Exception as exc:
-                        raise crashed(f"Replaying {where}", exc, "no episode was opened") from exc
-                    replayed = episode.log[-1]
-                    if replayed.digest() != recorded.digest():
-                        raise ReplayDiverged(
-                            f"Replay diverged at {where}: the observation differs from the recorded one "
-                            f"(the environment is not deterministic under seed {seed}, or changed since)"
-                        )
-                    if (replayed.reward, replayed.done) != (recorded.reward, recorded.done):
-                        raise ReplayDiverged(
-                            f"Replay diverged at {where}: reward {replayed.reward:g} done {replayed.done}, "
-                            f"recorded reward {recorded.reward:g} done {recorded.done}"
-                        )
-        except BaseException:
-            await self.episodes.close(episode.id)
-            raise
-        return episode
-
-    def _opened(self, episode: Episode, *, via: str) -> StepResult:
-        """Announce a fork or a restored episode to the observers; its answer (its last observation)."""
-        task = episode.task
-        first = self._first(episode)
-        for observer in self.observers:
-            observer.on_reset(episode, first)
-        last = episode.log[-1] if episode.log else None
-        return construct(
-            StepResult,
-            episode_id=episode.id,
-            observation=episode.last_observation or first,
-            reward=last.reward if last is not None else 0.0,
-            done=episode.done,
-            info={
-                "task_id": task.id,
-                "split": task.split,
-                "seed": episode.seed,
-                "max_steps": episode.max_steps,
-                "step_count": episode.step_count,
-                "total_reward": episode.total_reward,
-                "forked_from": episode.forked_from,
-                "via": via,
-            },
-        )
 
     # the one path ------------------------------------------------------------------------------
 
@@ -469,29 +218,13 @@ class Runtime:
             observation = await bound.run(episode.backend)
             ran = time.perf_counter() - ran
         else:
-            bound, observation, ran = self._pending(episode, bound)
+            bound, observation, ran = _pending(episode, bound)
         try:
             grade = await self.grade(episode.task, episode.backend, bound, observation)
         except BackendUnavailable:
             episode.pending = (bound, observation, ran)
             raise
-        episode.pending = None
-        episode.step_count += 1
-        episode.total_reward += grade.reward
-        truncated = not grade.done and episode.step_count >= episode.max_steps
-        episode.done = grade.done or truncated
-        # What the log keeps of the observation (LoggedStep): its one text block, or its digest. Inline and built
-        # with tuple.__new__ (not the NamedTuple's Python-level __new__): this runs on every step.
-        content = observation.content
-        if len(content) == 1 and not observation.is_error and type(block := content[0]) is TextBlock:
-            result: str | bytes = block.text
-        else:
-            result = observation_digest(observation)
-        episode.log.append(
-            tuple.__new__(LoggedStep, (bound.tool.name, bound.arguments, result, grade.reward, episode.done))
-        )
-        episode.last_observation = observation
-        episode.touch()
+        truncated = episode.record(bound.tool.name, bound.arguments, observation, grade)
         return observation, grade, truncated, ran
 
     async def step_batch(self, steps: Sequence[BatchStep | BatchFork]) -> list[BatchItem]:
@@ -504,7 +237,7 @@ class Runtime:
         async def one(step: BatchStep | BatchFork) -> BatchItem:
             try:
                 if type(step) is BatchFork:
-                    result = await self.fork(step.episode_id)
+                    result = await self.forks.fork(step.episode_id)
                 else:
                     assert isinstance(step, BatchStep)
                     result = (await self.call(step.action.tool, step.action.arguments, step.episode_id)).as_step()
@@ -514,56 +247,127 @@ class Runtime:
 
         return await eager_gather([one(step) for step in steps])
 
+    # episodes (sim only) ----------------------------------------------------------------------
 
-class _Collector:
-    """The garbage collector while runtimes serve in this process. Its settings are the process's, so the first
-    runtime to start tunes them and the last to stop gives them back (tests and Ray replicas host several).
+    def _require_sim(self, what: str) -> None:
+        if not self.sim:
+            raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
 
-    - Everything alive at a start (modules, the app, schemas, the tool table) lives as long as the server: it is
-      frozen, out of the collector's sight, so that the collections the step path's short-lived objects trigger
-      stop re-scanning it (measured: batched steps over ``/ws`` went from 25 to 18 us of server CPU).
-    - The youngest generation holds ten times CPython's default (700 objects): a batch of steps keeps about a
-      thousand objects alive until its answer is sent, so the default collects (and scans them) several times
-      per batch: 5% of a batched step's instructions, about none at this threshold (callgrind, bench/README.md).
-    """
+    async def reset(
+        self,
+        *,
+        task_id: str | None = None,
+        split: str | None = None,
+        seed: int | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> StepResult:
+        """Open a new episode and return its first observation (or, from a snapshot, the episode it holds)."""
+        self._require_sim("reset")
+        if snapshot is not None:
+            if task_id is not None or split is not None or seed is not None:
+                raise EpisodeError("A reset from a snapshot takes no task_id, split or seed: the snapshot has them")
+            return await self.restore(snapshot)
+        started = time.perf_counter()
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        if self.curriculum is not None and task_id is None:
+            task = self.tasks.get(self.curriculum.sample(split or self.tasks.default_split).id)
+        else:
+            task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
+        episode = await self._open(task, seed)
+        self.metrics.resets.inc()
+        self.metrics.reset_latency.observe(time.perf_counter() - started)
+        observation = first_observation(self.env, episode, self.tools.names)
+        for observer in self.observers:
+            observer.on_reset(episode, observation)
+        return construct(
+            StepResult,
+            episode_id=episode.id,
+            observation=observation,
+            reward=0.0,
+            done=False,
+            info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
+        )
 
-    running = 0
-    threshold: tuple[int, ...] = ()
+    async def _open(
+        self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
+    ) -> Episode:
+        async def build() -> Any:
+            try:
+                return await self.env.sim_backend(task, seed, self.server_settings)
+            except OpenEnvError:
+                raise
+            except Exception as exc:
+                raise crashed(
+                    f"The sim backend of task {task.id!r} (seed {seed})", exc, "no episode was opened"
+                ) from exc
 
-    @classmethod
-    def serving(cls, runtime: Runtime) -> None:
-        gc.freeze()
-        if cls.running == 0:
-            cls.threshold = gc.get_threshold()
-            gc.set_threshold(_GC_YOUNG, *cls.threshold[1:])
-        cls.running += 1
-        runtime._collecting = True
+        limit = max_steps if max_steps is not None else self.max_steps
+        return await self.episodes.open(task, seed, build, max_steps=limit, episode_id=episode_id)
 
-    @classmethod
-    def stopped(cls, runtime: Runtime) -> None:
-        if not runtime._collecting:
-            return
-        runtime._collecting = False
-        cls.running -= 1
-        if cls.running == 0:
-            gc.unfreeze()  # what the starts froze becomes collectable again
-            gc.set_threshold(*cls.threshold)
+    async def _default_episode(self) -> Episode:
+        async with self._default_lock:
+            if DEFAULT_EPISODE in self.episodes:
+                episode = self.episodes.get(DEFAULT_EPISODE)
+                if not episode.done:
+                    return episode
+                await self.episodes.close(DEFAULT_EPISODE)
+            seed = self._defaults_opened  # 0, 1, 2...: each new default episode moves to the next draw
+            self._defaults_opened += 1
+            task = self.tasks.pick(task_id=None, split=None, seed=seed)
+            episode = await self._open(task, seed, DEFAULT_EPISODE)
+            observation = first_observation(self.env, episode, self.tools.names)
+            for observer in self.observers:
+                observer.on_reset(episode, observation)
+            return episode
+
+    def episode(self, episode_id: str) -> Episode:
+        self._require_sim("Episode state")
+        return self.episodes.get(episode_id)
+
+    async def close_episode(self, episode_id: str) -> Episode:
+        self._require_sim("Closing an episode")
+        return await self.episodes.close(episode_id)
+
+    def task_list(self, split: str | None = None) -> TaskList:
+        self._require_sim("The task list")
+        tasks = [
+            TaskInfo(id=t.id, split=t.split, prompt=t.prompt, difficulty=t.difficulty)
+            for t in self.tasks
+            if split is None or t.split == split
+        ]
+        curriculum = self.curriculum.state() if self.curriculum is not None else None
+        return TaskList(tasks=tasks, splits=self.tasks.splits, curriculum=curriculum)
+
+    # forks and snapshots (sim only): forks.py --------------------------------------------------
+
+    async def fork(self, episode_id: str, *, via: ForkVia = "auto") -> StepResult:
+        """A new episode in the state ``episode_id`` is in now; both go on independently (:meth:`Forks.fork`)."""
+        self._require_sim("Forking an episode")
+        return await self.forks.fork(episode_id, via=via)
+
+    async def snapshot(self, episode_id: str) -> Snapshot:
+        """The episode as signed data: task, seed and its steps (:meth:`Forks.snapshot`)."""
+        self._require_sim("Snapshotting an episode")
+        return await self.forks.snapshot(episode_id)
+
+    async def restore(self, snapshot: Snapshot) -> StepResult:
+        """Open an episode in the state a snapshot of this server (or a replica sharing its key) holds."""
+        self._require_sim("Restoring a snapshot")
+        return await self.forks.restore(snapshot)
 
 
-def crashed(what: str, exc: Exception, consequence: str, *, detail: bool = True) -> EnvironmentCrashed:
-    """The error for an exception that is not ours out of the environment's code (a bug): logged with its
-    traceback here under an incident id, answered as one clear error at every door (raise it ``from exc``).
-
-    ``detail=False`` (prod) leaves the exception's text out of the answer, keeping its type: a real service's
-    error can hold host names, user names or data the caller must not see; the log has it, found by the id.
-    """
-    incident = secrets.token_hex(4)
-    log.error("%s raised inside the server (incident %s)", what, incident, exc_info=exc)
-    kind = f"{type(exc).__name__}: {exc}" if detail else type(exc).__name__
-    return EnvironmentCrashed(
-        f"{what} crashed inside the server ({kind}); {consequence}. This is a bug in the environment: its "
-        f"traceback is in the server's log, incident {incident}"
-    )
+def _pending(episode: Episode, bound: BoundCall) -> tuple[BoundCall, Observation, float]:
+    """The step that ran but was not graded, when ``bound`` is the same action; else GradePending."""
+    assert episode.pending is not None
+    pending, observation, ran = episode.pending
+    if (bound.tool.name, dict(bound.arguments)) != (pending.tool.name, dict(pending.arguments)):
+        raise GradePending(
+            f"Episode {episode.id!r}: step {episode.step_count + 1} ({pending.tool.name} "
+            f"{describe(pending.arguments)}) ran but its grade failed; send that same action again to grade "
+            "it (the tool does not run again), or close the episode"
+        )
+    return pending, observation, ran
 
 
 def _judges(grade: Any) -> list[Any]:
@@ -572,84 +376,3 @@ def _judges(grade: Any) -> list[Any]:
     if judge is None:
         return []
     return [component for component in getattr(grade, "components", ()) if isinstance(component, judge.LLMJudge)]
-
-
-def task_observation(task: Task, tools: list[str], opening: Observation | None = None) -> Observation:
-    """The first observation of an episode: the task's prompt, then ``opening`` (what the world shows first)."""
-    text = task.prompt
-    structured: dict[str, Any] = {"task_id": task.id, "split": task.split, "prompt": task.prompt, "tools": tools}
-    if opening is not None:
-        text = "\n\n".join([text, *(block.text for block in opening.content if type(block) is TextBlock)])
-        structured["opening"] = opening.structured_content
-    return construct(
-        Observation,
-        content=[construct(TextBlock, type="text", text=text)],
-        structured_content=structured,
-        is_error=False,
-    )
-
-
-T = TypeVar("T")
-
-
-async def eager_gather(coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
-    """``asyncio.gather`` whose coroutines start at once, in order, in the caller's task.
-
-    Each runs until it first waits; one that never waits (a sim tool on an in-memory backend) is done then, with
-    no task, no scheduling and no loop iteration, which is most of the cost of a batched step. One that waits (on a
-    lock held by an earlier step, on I/O) continues as a task, as under ``gather``. Answers come in order; the first
-    exception is raised once every coroutine has started (under ``gather`` the others run on as well).
-    """
-    results: list[Any] = [None] * len(coroutines)
-    waiting: list[tuple[int, asyncio.Future[T]]] = []
-    error: Exception | None = None
-    for index, coroutine in enumerate(coroutines):
-        try:
-            yielded = coroutine.send(None)
-        except StopIteration as finished:
-            results[index] = finished.value
-            continue
-        except Exception as exc:
-            error = error or exc
-            continue
-        except BaseException:
-            for rest in coroutines[index + 1 :]:
-                rest.close()
-            raise
-        waiting.append((index, asyncio.ensure_future(_resume(coroutine, yielded))))
-    if error is not None:
-        raise error
-    if waiting:
-        for (index, _), value in zip(waiting, await asyncio.gather(*(task for _, task in waiting)), strict=True):
-            results[index] = value
-    return results
-
-
-async def _resume(coroutine: Coroutine[Any, Any, T], yielded: Any) -> T:
-    result: T = await _Resumed(coroutine, yielded)
-    return result
-
-
-class _Resumed:
-    """Awaiting it carries on a coroutine that has already run up to a wait, which ``yielded`` is."""
-
-    __slots__ = ("coroutine", "yielded")
-
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], yielded: Any) -> None:
-        self.coroutine, self.yielded = coroutine, yielded
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, yielded = self.coroutine, self.yielded
-        while True:
-            try:
-                sent = yield yielded  # the task waits on what the coroutine waits on, then wakes it the same way
-            except BaseException as exc:  # cancelled, or the awaited future failed: pass it in
-                try:
-                    yielded = coroutine.throw(exc)
-                except StopIteration as finished:
-                    return finished.value
-            else:
-                try:
-                    yielded = coroutine.send(sent)
-                except StopIteration as finished:
-                    return finished.value

@@ -31,7 +31,7 @@ from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import openai_tools
 from tests.support import LiveServer, free_port, live_server, peer_venv, serve_app
-from tests.test_rollout import reply
+from tests.support.model import reply
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP = ROOT / "tests" / "interop"
