@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 
@@ -37,7 +38,12 @@ LEVELS = (Level("easy", 2, 4, 2), Level("medium", 5, 10, 5), Level("hard", 10, 2
 
 def folder(games: Path) -> Path:
     """Games of this TextWorld release (another release may make other games from the same seeds)."""
-    return games / f"textworld-{version('textworld')}"
+    return games / f"textworld-{_release()}"
+
+
+@cache
+def _release() -> str:
+    return version("textworld")  # read from the package's metadata once, not once per task
 
 
 def make_command(level: Level, seed: int, output: Path) -> list[str]:
