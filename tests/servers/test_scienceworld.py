@@ -142,3 +142,22 @@ def test_eval_with_the_scripted_policy_solves_a_test_task_and_it_is_recorded(
     records = [r for r in iter_records(server.runtime.settings.trajectories_url) if r["task_id"] == SAMPLE[0]]
     assert records and all(r["reward"] == pytest.approx(1.0) for r in records if r["done"])
     assert "Your task is to" in records[-1]["messages"][1]["content"]
+
+
+def test_without_java_the_world_lists_with_a_hint_and_serving_says_what_to_install(tmp_path: Path) -> None:
+    bare = {**os.environ, "PATH": str(tmp_path)}  # no java on it (the interpreter is called by its path)
+    listed = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60, check=False, env=bare)
+    assert listed.returncode == 0, listed.stderr
+    assert "not ready here: Java 17 (Debian: apt-get install openjdk-17-jre-headless)" in listed.stdout
+    served = subprocess.run(
+        [*CLI, "serve", "scienceworld", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=bare,
+    )
+    assert served.returncode == 2
+    assert "scienceworld cannot run here; it needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)" in (
+        served.stderr
+    )
