@@ -200,6 +200,11 @@ def test_a_world_refusing_an_action_is_a_tool_error_and_the_episode_goes_on(unru
         assert refused["observation"]["is_error"] and refused["reward"] == 0.0 and not refused["done"]
         assert "the world does not know how to refuse" in refused["observation"]["content"][0]["text"]
         assert view(act(http, episode, "look"))["observation"] == "you did look"
+        scored = act(http, episode, "score").json()  # "score" stands for a missing "reward"
+        assert scored["reward"] == 0.5 and scored["observation"]["structured_content"]["info"] == {
+            "score": 0.5,
+            "moves": 1,
+        }
         http.delete(f"/episodes/{episode}")
 
 

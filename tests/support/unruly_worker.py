@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A worker that breaks the protocol on demand, for the fault tests: the step actions ``crash`` (exits with a
 message on stderr), ``garbage`` (answers a line that is not JSON), ``hang`` (never answers) and ``refuse`` (a
-well-formed error answer); any other action is answered normally."""
+well-formed error answer); ``score`` answers with ``score`` instead of ``reward``, as older workers do; any other
+action is answered normally."""
 
 import json
 import sys
@@ -29,5 +30,7 @@ for line in sys.stdin:
         time.sleep(3600)
     elif action == "refuse":
         send({"status": "error", "message": "the world does not know how to refuse"})
+    elif action == "score":  # an older worker's answer: "score" where "reward" is missing
+        send({"status": "ok", "observation": "scored", "score": 0.5, "done": False, "moves": 1})
     else:
         send({"status": "ok", "observation": f"you did {action}", "reward": 0.0, "done": False})
