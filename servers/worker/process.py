@@ -121,15 +121,18 @@ class Worker:
         """Stop the worker for good: its process group, its container; safe to call twice."""
         if self.failed is None:
             self.failed = why
+        running = self.process.returncode is None
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        if self.container is not None:
-            remove = await asyncio.create_subprocess_exec(
-                self.config.engine, "rm", "-f", "-t", "0", self.container,
+        if self.container is not None and (running or why != "closed"):
+            # the engine's client is gone, not necessarily its container: the engine stops it (docker and podman
+            # alike; --rm removes it once stopped)
+            stop = await asyncio.create_subprocess_exec(
+                self.config.engine, "kill", self.container,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(remove.wait(), _KILL_WAIT)
+                await asyncio.wait_for(stop.wait(), _KILL_WAIT)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.process.wait(), _KILL_WAIT)
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
