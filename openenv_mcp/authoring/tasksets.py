@@ -88,7 +88,9 @@ async def play_references(
                 return f"{task.id}: reset failed: {exc.message}"
             total, done, steps, last = 0.0, False, 0, ""
             try:
-                for tool, arguments in solve(task):
+                # off the event loop: a world's reference can take seconds to make (ScienceWorld plays its gold path
+                # first), and the other episodes' steps must not wait on it (their workers' timeouts run meanwhile)
+                for tool, arguments in await asyncio.to_thread(solve, task):
                     outcome = await runtime.call(tool, arguments, opened.episode_id)
                     steps += 1
                     total, done, last = outcome.episode.total_reward if outcome.episode else 0.0, outcome.done, ""

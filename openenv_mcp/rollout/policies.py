@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+import anyio
+import anyio.to_thread
 import httpx
 
 from openenv_mcp.environment.spec import Environment
@@ -50,7 +52,8 @@ def scripted_policy(
     script = [(tool, dict(arguments)) for tool, arguments in examples]
 
     async def replay(episode: RolloutEpisode) -> None:
-        calls = solution(episode.task_id) if solution is not None else None
+        # off the event loop: a world's reference can take seconds to make, and other episodes go on meanwhile
+        calls = await anyio.to_thread.run_sync(solution, episode.task_id) if solution is not None else None
         for tool, arguments in calls if calls is not None else script:
             if episode.done:
                 return
