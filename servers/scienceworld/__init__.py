@@ -50,6 +50,6 @@ environment: Environment[WorldBackend, WorldTask] = world_environment(
     init_params=_init_params,
     show_valid_actions=lambda settings: settings.valid_actions,
     sim_summary="a ScienceWorld simulator (its own JVM) per episode, in a worker process from a warm pool",
-    max_steps=300,
+    max_steps=1_000,
     requires=_missing,
 )
