@@ -95,3 +95,7 @@ def test_what_each_framework_still_degrades(seen: dict[str, Any]) -> None:
         # openai-agents will not close an object with no properties that does not say so itself: tools without
         # parameters are sent non-strict (harmless: there is nothing to constrain)
         assert set(seen["openai-agents"][name]["notes"]["non_strict"]) <= without_parameters
+        # llama-index and google-genai hand the model the whole result, _meta included: no reward or done in it
+        for framework in ("llama-index", "google-genai"):
+            shown = seen[framework][name]["notes"]["meta_shown"]
+            assert not {"openenv-mcp/reward", "openenv-mcp/done", "openenv-mcp/scores"} & set(shown), (framework, shown)
