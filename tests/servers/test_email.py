@@ -49,7 +49,7 @@ SENDING = {"send_email", "reply_email", "forward_email"}
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[LiveServer]:
-    with live_server(environment, mode="sim", max_episodes=64) as server:
+    with live_server(environment, mode="sim", max_episodes=64, mcp_reward_meta=True) as server:
         yield server
 
 
