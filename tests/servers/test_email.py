@@ -497,7 +497,7 @@ def test_mcp_calls_in_sim_carry_reward_and_done(sim: LiveServer) -> None:
         return listed, sent
 
     listed, sent = anyio.run(run)
-    assert not listed.is_error and listed.structured_content["matched"] == 38
+    assert not listed.is_error and listed.structured_content["matched"] >= 38  # the shipped 38, and the task's own
     assert sent.meta["openenv-mcp/reward"] == 0.0 and sent.structured_content["id"].startswith("Sent/")
 
 
