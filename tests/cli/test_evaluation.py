@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from openenv_mcp.environment.catalog import load_environment
 from tests.support import LiveServer
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -97,16 +99,19 @@ def test_the_scripted_policy_solves_the_shipped_tasks_and_the_report_stands_alon
     assert "src=" not in page and "href=" not in page and "<script" not in page
 
 
-@pytest.mark.parametrize(("name", "tasks"), [("email", 6), ("coding", 8), ("memory", 6)])
-def test_the_scripted_policy_solves_every_test_task_of_each_shipped_environment(
-    workdir: Path, name: str, tasks: int
+@pytest.mark.parametrize("name", ["email", "coding", "memory"])
+def test_the_scripted_policy_solves_a_sample_of_the_test_tasks_of_each_shipped_environment(
+    workdir: Path, name: str
 ) -> None:
-    done = run_eval(workdir, name, "-k", "1")  # the server started by name, in sim mode
+    # a seeded sample (every task is played by 'openenv-mcp tasks NAME --check --all' and each env's own tests)
+    test = [task.id for task in load_environment(name).tasks() if task.split == "test"]
+    chosen = sorted(random.Random(0).sample(test, min(len(test), 12)))
+    done = run_eval(workdir, name, "-k", "1", *(arg for task in chosen for arg in ("--task", task)))
     assert done.returncode == 0, done.stderr
     results = json.loads((workdir / "eval-results" / "results.json").read_text())
     assert results["run"]["policy"] == "scripted"
     overall = results["overall"]
-    assert (overall["tasks"], overall["errors"], overall["pass^k"]["1"]) == (tasks, 0, 1.0), results["tasks"]
+    assert (overall["tasks"], overall["errors"], overall["pass^k"]["1"]) == (len(chosen), 0, 1.0), results["tasks"]
     assert all(t["rewards"] == [1.0] for t in results["tasks"])
 
 
