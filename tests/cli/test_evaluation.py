@@ -18,9 +18,9 @@ CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 HALF_RIGHT = """
 from pathlib import Path
 
-from openenv_mcp.servers.sql.tasks import load_tasks
+from openenv_mcp.servers.sql import environment
 
-TASKS = load_tasks()
+TASKS = environment.tasks()
 
 
 async def policy(episode):
