@@ -241,6 +241,10 @@ class TaskProgress(_Strict):
     attempts: int
     successes: int
     recent_success_rate: float | None = Field(description="Success rate over the window; None before min_attempts")
+    estimated_success_rate: float | None = Field(
+        default=None, description="What weight and status use: the recent rate, else its difficulty tier's as prior"
+    )
+    difficulty: str | None = None
     weight: float
     status: Literal["new", "learning", "too_easy", "too_hard"]
 
