@@ -10,7 +10,8 @@ The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
 ``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``, and ``openenv-mcp/scores`` (the reward's named
 parts) and ``openenv-mcp/reasons`` (an LLM judge's reason) when the grade has them (``docs/rewards.md``).
 
-In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
+In sim mode every task is also an MCP prompt (``prompts/list``, :data:`PROMPTS_PAGE` a page, split and difficulty
+in its title and ``_meta``); ``prompts/get`` opens a fresh
 episode of that task and binds it to the MCP session, so the session's later calls without an
 episode id act on it (the prompt's ``_meta`` names the episode for clients without sessions).
 Prod lists no prompts.
@@ -30,6 +31,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.routing import BaseRoute
 
+from openenv_mcp.environment.tasks import Task
 from openenv_mcp.errors import OpenEnvError, ToolNotFound
 from openenv_mcp.models import ImageBlock, Observation, TextBlock
 from openenv_mcp.runtime import Runtime
@@ -37,6 +39,7 @@ from openenv_mcp.runtime import Runtime
 __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
 
 EPISODE_HEADER = "x-episode-id"
+PROMPTS_PAGE = 500  # prompts per prompts/list page; nextCursor leads to the next
 _MAX_BOUND_SESSIONS = 10_000  # HTTP sessions remembered with the episode their prompts/get opened
 META_PREFIX = "openenv-mcp/"
 
@@ -62,6 +65,7 @@ class McpDoor:
         # the episode a prompts/get opened, per MCP session: by Mcp-Session-Id over HTTP, by session object on stdio
         self._session_episodes: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._http_session_episodes: OrderedDict[str, str] = OrderedDict()
+        self._prompts: list[types.Prompt] | None = None
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
@@ -73,15 +77,13 @@ class McpDoor:
     async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         if not self.runtime.sim:
             return types.ListPromptsResult(prompts=[])
+        if self._prompts is None:  # the tasks never change: build the listing once
+            self._prompts = [_prompt(task) for task in self.runtime.tasks]
+        cursor = params.cursor if params is not None else None
+        start = _page_start(cursor, len(self._prompts))
+        end = start + PROMPTS_PAGE
         return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name=task.id,
-                    title=f"{task.id} ({task.split})",
-                    description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
-                )
-                for task in self.runtime.tasks
-            ]
+            prompts=self._prompts[start:end], next_cursor=str(end) if end < len(self._prompts) else None
         )
 
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -177,6 +179,28 @@ class McpDoor:
         """Serve MCP over this process's stdin and stdout until the client closes them."""
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
+
+
+def _prompt(task: Task) -> types.Prompt:
+    """A task as an MCP prompt: its id, split and difficulty in the title (and ``_meta``), its first line."""
+    meta = {f"{META_PREFIX}split": task.split}
+    if task.difficulty:
+        meta[f"{META_PREFIX}difficulty"] = task.difficulty
+    return types.Prompt(
+        name=task.id,
+        title=f"{task.id} ({', '.join(meta.values())})",
+        description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
+        _meta=meta,
+    )
+
+
+def _page_start(cursor: str | None, total: int) -> int:
+    """Where the page a ``prompts/list`` cursor names starts (the cursor is the ``nextCursor`` we sent)."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or int(cursor) >= total:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor[:40]!r}: pass the nextCursor of the last page")
+    return int(cursor)
 
 
 def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:
