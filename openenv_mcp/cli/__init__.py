@@ -27,6 +27,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.cli.registry",
     "openenv_mcp.deploy.compose",
     "openenv_mcp.cli.authoring",
+    "openenv_mcp.cli.tasks",
     "openenv_mcp.deploy.doctor",
     "openenv_mcp.training.verl_config",
 )

@@ -27,6 +27,10 @@ def add_commands(commands: Any) -> None:
     evaluate.add_argument("--split", default="test", help="the split whose tasks are evaluated (default test)")
     evaluate.add_argument("--trials", "-k", type=positive, default=3, help="trials per task (default 3)")
     evaluate.add_argument("--task", action="append", dest="tasks", help="only this task (repeatable)")
+    evaluate.add_argument("--difficulty", help="only the tasks of this difficulty tier")
+    evaluate.add_argument(
+        "--sample", type=positive, help="only this many tasks, drawn with --seed, every difficulty tier first"
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="trial i of each task runs with seed SEED+i (0)")
     evaluate.add_argument("--concurrency", "-c", type=positive, default=4, help="episodes at once (default 4)")
     evaluate.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
@@ -51,7 +55,8 @@ async def _main(args: argparse.Namespace) -> int:
     from openenv_mcp.cli.rollout import choose_policy, scripted_for
     from openenv_mcp.client import AsyncEnvClient
     from openenv_mcp.client.discovery import ServerProcess, discover
-    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.environment.tasks import stratified_sample
+    from openenv_mcp.errors import ConfigError, EpisodeError
     from openenv_mcp.evaluation.report import render_html
     from openenv_mcp.evaluation.run import Trial, TrialLog, evaluate
     from openenv_mcp.settings import Settings, load_settings
@@ -69,15 +74,20 @@ async def _main(args: argparse.Namespace) -> int:
         server = await discover(url, token=token)
         policy = chosen if chosen is not None else scripted_for(server)
         async with AsyncEnvClient(url, token=token) as client:
-            listed = await client.tasks()
-        if args.split not in listed.splits:
-            raise ConfigError(f"Server {server.name!r} has no split {args.split!r}; splits: {', '.join(listed.splits)}")
-        task_ids = [t.id for t in listed.tasks if t.split == args.split]
+            try:
+                listed = await client.tasks(split=args.split, difficulty=args.difficulty)
+            except EpisodeError as exc:  # no such split or difficulty: the message lists those there are
+                raise ConfigError(f"Server {server.name!r}: {exc.message}") from None
+        task_ids = [t.id for t in listed.tasks]
         if args.tasks:
             unknown = sorted(set(args.tasks) - set(task_ids))
             if unknown:
                 raise ConfigError(f"No task {', '.join(unknown)} in split {args.split!r} of {server.name!r}")
             task_ids = [t for t in task_ids if t in set(args.tasks)]
+        difficulties = {t.id: t.difficulty for t in listed.tasks}
+        if args.sample is not None:
+            drawn = stratified_sample(task_ids, args.sample, seed=args.seed, key=lambda i: difficulties[i] or "-")
+            task_ids = sorted(drawn)
         run = {
             "server": server.name,
             "split": args.split,
@@ -115,6 +125,7 @@ async def _main(args: argparse.Namespace) -> int:
                 threshold=args.success_threshold,
                 on_trial=advance,
                 token=token,
+                difficulties=difficulties,
             )
         finally:
             bar.close()

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -222,9 +222,16 @@ def build_app(runtime: Runtime) -> FastAPI:
             return await runtime.snapshot(episode_id)
 
         @app.get("/tasks", tags=["episodes"])
-        async def tasks(split: str | None = None) -> TaskList:
-            """The tasks (without answers) and the size of each split."""
-            return runtime.task_list(split)
+        async def tasks(
+            split: str | None = None,
+            difficulty: str | None = None,
+            q: Annotated[str | None, Query(max_length=500, description="Text the id or prompt contains")] = None,
+            offset: Annotated[int, Query(ge=0)] = 0,
+            limit: Annotated[int | None, Query(ge=1, description="At most this many (default: all)")] = None,
+        ) -> TaskList:
+            """The tasks (without answers) that match the filters, from ``offset``; ``total`` counts the matches,
+            ``splits`` and ``difficulties`` the whole set."""
+            return runtime.task_list(split, difficulty=difficulty, query=q, offset=offset, limit=limit)
 
         app.include_router(web_router(runtime))  # the page for people (before ORS's /{env}/... routes)
         app.include_router(ors_router(runtime))  # ORS (the Open Reward Standard), sim only: docs/ors.md

@@ -13,7 +13,8 @@ shared default episode), else the episode of its stateful session (opened by the
 ``OPENENV_MCP_REWARD_META=true``: some agent frameworks show the model the whole result, so by default they reach
 the trainer's channel only (``GET /state``, trajectories).
 
-In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
+In sim mode every task is also an MCP prompt (``prompts/list``, :data:`PROMPTS_PAGE` a page, split and difficulty
+in its title and ``_meta``); ``prompts/get`` opens a fresh
 episode of that task and binds it to the MCP session, so the session's later calls without an
 episode id act on it (the prompt's ``_meta`` names the episode: the handle for clients without sessions).
 Prod lists no prompts.
@@ -34,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.routing import BaseRoute
 
 from openenv_mcp.doors.mcp_sessions import SessionEpisodes
+from openenv_mcp.environment.tasks import Task
 from openenv_mcp.errors import OpenEnvError, ToolNotFound
 from openenv_mcp.models import ImageBlock, Observation, TextBlock
 from openenv_mcp.runtime import DEFAULT_EPISODE, Runtime
@@ -41,6 +43,7 @@ from openenv_mcp.runtime import DEFAULT_EPISODE, Runtime
 __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
 
 EPISODE_HEADER = "x-episode-id"
+PROMPTS_PAGE = 500  # prompts per prompts/list page; nextCursor leads to the next
 META_PREFIX = "openenv-mcp/"
 _SESSION = f"{META_PREFIX}session"  # the key a connection's state keeps its session under
 _STDIO = "stdio"  # the one client of a stdio server
@@ -66,6 +69,7 @@ class McpDoor:
         self.session_manager: StreamableHTTPSessionManager | None = None
         self.sessions = SessionEpisodes(open_episode=self._open_episode, close_episode=self._close_episode)
         self._stdio = False  # serving stdio: one client, one session whatever its protocol era
+        self._prompts: list[types.Prompt] | None = None
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
@@ -77,15 +81,13 @@ class McpDoor:
     async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         if not self.runtime.sim:
             return types.ListPromptsResult(prompts=[])
+        if self._prompts is None:  # the tasks never change: build the listing once
+            self._prompts = [_prompt(task) for task in self.runtime.tasks]
+        cursor = params.cursor if params is not None else None
+        start = _page_start(cursor, len(self._prompts))
+        end = start + PROMPTS_PAGE
         return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name=task.id,
-                    title=f"{task.id} ({task.split})",
-                    description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
-                )
-                for task in self.runtime.tasks
-            ]
+            prompts=self._prompts[start:end], next_cursor=str(end) if end < len(self._prompts) else None
         )
 
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -194,6 +196,28 @@ class McpDoor:
                 await self.server.run(read, write, self.server.create_initialization_options())
         finally:
             await self.sessions.end(_STDIO)
+
+
+def _prompt(task: Task) -> types.Prompt:
+    """A task as an MCP prompt: its id, split and difficulty in the title (and ``_meta``), its first line."""
+    meta = {f"{META_PREFIX}split": task.split}
+    if task.difficulty:
+        meta[f"{META_PREFIX}difficulty"] = task.difficulty
+    return types.Prompt(
+        name=task.id,
+        title=f"{task.id} ({', '.join(meta.values())})",
+        description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
+        _meta=meta,
+    )
+
+
+def _page_start(cursor: str | None, total: int) -> int:
+    """Where the page a ``prompts/list`` cursor names starts (the cursor is the ``nextCursor`` we sent)."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or int(cursor) >= total:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor[:40]!r}: pass the nextCursor of the last page")
+    return int(cursor)
 
 
 def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:

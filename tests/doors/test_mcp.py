@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from openenv_mcp.doors.mcp import PROMPTS_PAGE
 from openenv_mcp.servers.sql import environment
 from tests.support import LiveServer, live_server
 
@@ -173,11 +174,22 @@ async def test_stdio_serves_prod_from_postgres(pg_url: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
-async def test_sim_lists_its_tasks_as_prompts_and_get_opens_one(sim_server: LiveServer, protocol: str) -> None:
+async def test_sim_lists_its_tasks_as_prompts_in_pages_and_get_opens_one(sim_server: LiveServer, protocol: str) -> None:
     tasks = httpx2.get(f"{sim_server.url}/tasks").json()["tasks"]
+    assert len(tasks) > 2 * PROMPTS_PAGE  # so the listing takes three pages or more
     async with http_client(sim_server, mode=protocol) as client:
-        listed = await client.list_prompts()
-        assert sorted(p.name for p in listed.prompts) == sorted(t["id"] for t in tasks)
+        pages = [await client.list_prompts()]
+        while pages[-1].next_cursor is not None:
+            pages.append(await client.list_prompts(cursor=pages[-1].next_cursor))
+        assert [len(page.prompts) for page in pages[:-1]] == [PROMPTS_PAGE] * (len(pages) - 1)
+        listed = [prompt for page in pages for prompt in page.prompts]
+        assert [p.name for p in listed] == [t["id"] for t in tasks]  # each once, in the task list's order
+        hard = next(t for t in tasks if t["difficulty"] == "hard")
+        prompt = next(p for p in listed if p.name == hard["id"])
+        assert prompt.title == f"{hard['id']} ({hard['split']}, hard)"
+        assert prompt.meta == {"openenv-mcp/split": hard["split"], "openenv-mcp/difficulty": "hard"}
+        with pytest.raises(MCPError, match="Invalid cursor 'nope'"):
+            await client.list_prompts(cursor="nope")
         task = tasks[0]
         opened = await client.get_prompt(task["id"])
         episode = (opened.meta or {})["openenv-mcp/episode_id"]
