@@ -30,10 +30,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from openenv_mcp import EnvClient, OpenEnvError, Settings
-from openenv_mcp import security as security_module
 from openenv_mcp.cli import main
 from openenv_mcp.client.discovery import discover
 from openenv_mcp.deploy.pool import EnvPool
+from openenv_mcp.doors import guard as security_module
 from openenv_mcp.doors.guard import PAGES, AccessPolicy, Tokens
 from openenv_mcp.doors.http import build_app, build_runtime
 from openenv_mcp.errors import ConfigError, Unauthorized

@@ -173,7 +173,7 @@ def test_tasks_lists_splits_without_answers(client: httpx.Client) -> None:
     body = client.get("/tasks").json()
     assert sum(body["splits"].values()) == len(body["tasks"]) >= 20
     assert set(body["splits"]) == {"train", "test"}
-    assert all(set(task) == {"id", "split", "prompt"} for task in body["tasks"])
+    assert all(set(task) == {"id", "split", "prompt", "difficulty"} for task in body["tasks"])
     assert {t["split"] for t in client.get("/tasks", params={"split": "test"}).json()["tasks"]} == {"test"}
 
 
@@ -263,7 +263,7 @@ def test_step_batch_rejects_an_empty_or_malformed_batch(client: httpx.Client) ->
 
 
 def test_mcp_answers_503_naming_the_cause_when_its_door_cannot_be_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openenv_mcp import mcp_adapter
+    from openenv_mcp.doors import mcp as mcp_adapter
 
     def broken(self: object, **options: object) -> list[object]:
         raise RuntimeError("no transport today")
