@@ -289,7 +289,9 @@ def test_rollout_cli_reports_a_failing_model_and_exits_1(
 
 
 def test_rollout_cli_with_a_user_policy(sql_server: LiveServer) -> None:
-    done = rollout(sql_server.url, "--policy", "tests.test_rollout:gold_policy", "-n", "8", "-c", "4", "--no-progress")
+    done = rollout(
+        sql_server.url, "--policy", "tests.rollout.test_rollout:gold_policy", "-n", "8", "-c", "4", "--no-progress"
+    )
     assert done.returncode == 0, done.stderr
     assert summary_line(done.stdout, "mean reward") == "1.000"
     assert summary_line(done.stdout, "success rate") == "100.0% (reward >= 1)"
