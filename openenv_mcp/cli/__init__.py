@@ -25,10 +25,11 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.cli.rollout",
     "openenv_mcp.cli.evaluation",
     "openenv_mcp.cli.registry",
-    "openenv_mcp.deploy.compose",
+    "openenv_mcp.cli.compose",
     "openenv_mcp.cli.authoring",
-    "openenv_mcp.deploy.doctor",
-    "openenv_mcp.training.verl_config",
+    "openenv_mcp.cli.doctor",
+    "openenv_mcp.cli.provision",
+    "openenv_mcp.cli.verl",
 )
 
 

@@ -21,7 +21,7 @@ port on the host, has a ``/readyz`` healthcheck, the restart policy :data:`RESTA
 ``deploy.replicas`` for Docker Swarm. In sim mode that is all. In prod mode, for each declared
 :class:`~openenv_mcp.environment.spec.ProdService` this module knows how to run (PostgreSQL today), the
 stack bundles the service, wires the server's URL setting to it, and adds a one-shot loader
-(``python -m openenv_mcp.deploy.provision``) that creates the server's database and a SELECT-only role and
+(``openenv-mcp provision postgres``) that creates the server's database and a SELECT-only role and
 loads the demo data with ``python -m <server package>.load URL`` when the package has such a module.
 Every other required prod setting is read from the environment as ``${VAR:?what to set}``; so are
 all credentials; the server's optional settings are listed without a value (``VAR: null``), which
@@ -190,14 +190,13 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
             "restart_policy": {"condition": "any", "delay": "5s"},
         },
     }
-    loader_command = ["postgres", "--database", database, "--reader", reader]
+    loader_command = ["provision", "postgres", "--database", database, "--reader", reader]
     package = _package(env.name)
     if package is not None and importlib.util.find_spec(f"{package}.load") is not None:
         loader_command += ["--", "python", "-m", f"{package}.load", "{url}"]
     loader = {
         "image": image,
-        "entrypoint": ["python", "-m", "openenv_mcp.deploy.provision"],
-        "command": loader_command,
+        "command": loader_command,  # the image's entrypoint: openenv-mcp (under tini)
         "environment": {
             "PROVISION_ADMIN_URL": f"postgresql://postgres:{admin_password}@postgres:5432/postgres",
             "PROVISION_READER_PASSWORD": reader_password,
