@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from openenv_mcp.cli.rollout import positive
+from openenv_mcp.cli.runs import positive
 from openenv_mcp.environment.tasks import by_difficulty
 
 __all__ = ["add_commands"]

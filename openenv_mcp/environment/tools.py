@@ -305,20 +305,7 @@ def _build_tool(
     if "return" not in hints:
         raise TypeError(f"{where} needs a return annotation: it is the tool's output schema")
 
-    fields: dict[str, Any] = {}
-    for param in params[1:]:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(
-                f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)"
-            )
-        if param.name not in hints:
-            raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
-        annotation = hints[param.name]
-        if param.name in param_docs:
-            annotation = Annotated[annotation, Field(description=param_docs[param.name])]
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (annotation, default)
-
+    fields = _argument_fields(where, params[1:], hints, param_docs)
     arguments = create_model(
         f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
     )
@@ -358,6 +345,26 @@ def _build_tool(
         takes_arguments=bool(fields),
         title=title,
     )
+
+
+def _argument_fields(
+    where: str, params: list[inspect.Parameter], hints: dict[str, Any], docs: dict[str, str]
+) -> dict[str, Any]:
+    """The arguments model's fields: each parameter after the backend, typed, with its docstring line."""
+    fields: dict[str, Any] = {}
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)"
+            )
+        if param.name not in hints:
+            raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
+        annotation = hints[param.name]
+        if param.name in docs:
+            annotation = Annotated[annotation, Field(description=docs[param.name])]
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    return fields
 
 
 def _declared(where: str, declared: dict[str, Any], generated: dict[str, Any]) -> dict[str, Any]:
