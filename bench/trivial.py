@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     def load_environment(name: str) -> Environment[object, Task]:
         return environment if name == "trivial" else shipped(name)  # type: ignore[return-value]
 
-    catalog.load_environment = load_environment  # cli._serve imports it from the module at call time
+    catalog.load_environment = load_environment  # serve (doors.serving) imports it from the module at call time
     return cli.main(argv)
 
 

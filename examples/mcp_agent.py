@@ -5,9 +5,10 @@
 
 Works in both modes (it asks /healthz which one it is talking to). The "agent" here is scripted
 (explore the schema, query, answer); swap in your model's tool-calling loop. In sim mode it first
-opens an episode over HTTP and sends its id as the X-Episode-Id header, so each tool result's _meta
-carries that episode's reward and done flag. In prod there are no episodes and no rewards: the same
-calls reach the real database.
+opens an episode over HTTP and sends its id as the X-Episode-Id header, then reads the episode's reward
+and done flag from GET /state: the trainer's channel, which the model never sees (tool results carry
+them too only with OPENENV_MCP_REWARD_META=true). In prod there are no episodes and no rewards: the
+same calls reach the real database.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ async def main(base_url: str) -> None:
         columns = await agent.call_tool("describe_table", {"table": "customers"})
         print("customers:", ", ".join(c["name"] for c in columns.structured_content["columns"]))
         answer = await agent.call_tool("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})
-        meta = answer.meta or {}
         print(f"answer: {answer.structured_content['rows']}", end="")
-        if mode == "sim":
-            print(f"  reward: {meta['openenv-mcp/reward']}  done: {meta['openenv-mcp/done']}", end="")
-        print()
+    if mode == "sim":
+        async with httpx.AsyncClient(base_url=base_url, headers=headers) as control:
+            state = (await control.get("/state")).json()
+        print(f"  reward: {state['total_reward']}  done: {state['done']}", end="")
+    print()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,12 @@
-"""openenv-mcp: MCP tool servers that run the same tools in training (sim) and production (prod)."""
+"""openenv-mcp: MCP tool servers that run the same tools in training (sim) and production (prod).
+
+The layers, each a folder, imports only running down:
+    cli/                                          one module per command
+    evaluation/ training/ authoring/  >  rollout/ deploy/ registry/  >  doors/ client/  >  trajectories/
+    runtime/  (the one path: Runtime.call)  >  rewards/ backends/  >  environment/  (the authoring contract)
+    errors, models, settings                      the vocabulary
+This module re-exports the public names; the rest is reached by its module path.
+"""
 
 from typing import TYPE_CHECKING, Any
 

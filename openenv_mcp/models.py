@@ -241,6 +241,10 @@ class TaskProgress(_Strict):
     attempts: int
     successes: int
     recent_success_rate: float | None = Field(description="Success rate over the window; None before min_attempts")
+    estimated_success_rate: float | None = Field(
+        default=None, description="What weight and status use: the recent rate, else its difficulty tier's as prior"
+    )
+    difficulty: str | None = None
     weight: float
     status: Literal["new", "learning", "too_easy", "too_hard"]
 
@@ -259,8 +263,15 @@ class CurriculumState(_Strict):
 
 
 class TaskList(_Strict):
-    """Answer of ``GET /tasks``."""
+    """Answer of ``GET /tasks``: the tasks that match its filters (a page of them when it asks for one).
+
+    ``total`` counts every task that matches, ``offset`` is where ``tasks`` starts among them; ``splits`` and
+    ``difficulties`` count the whole task set. The curriculum's state covers the tasks listed.
+    """
 
     tasks: list[TaskInfo]
     splits: dict[str, int]
+    difficulties: dict[str, int] = Field(default_factory=dict)
+    total: int = Field(default=0, description="Tasks that match the filters (all pages)")
+    offset: int = 0
     curriculum: CurriculumState | None = None

@@ -35,6 +35,13 @@ class Settings(BaseSettings):
     max_mcp_sessions: int = Field(
         default=1024, ge=1, description="Open stateful MCP sessions (2025-era protocol) before a new one gets 503"
     )
+    mcp_reward_meta: bool = Field(
+        default=False,
+        description=(
+            "Also put each MCP call's reward, done flag and reward parts in the result's _meta, which some agent "
+            "frameworks show the model; off: the trainer reads them from GET /state and the trajectories"
+        ),
+    )
     reap_interval: float = Field(default=30.0, gt=0, description="Seconds between idle-episode sweeps")
     ors_keepalive: float = Field(default=10.0, gt=0, description="Seconds between keep-alives on an ORS /call stream")
     ors_result_ttl: float = Field(

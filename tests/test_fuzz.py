@@ -265,7 +265,8 @@ def argument_schema(environment: str) -> Any:
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {}
     for tool in ENVIRONMENTS[environment].tools:
-        schema = json.loads(json.dumps(tool.input_schema).replace('"#/$defs/', '"#/components/schemas/'))
+        # what the server validates (extra arguments forbidden): the advertised schema leaves that out
+        schema = json.loads(json.dumps(tool.validation_schema).replace('"#/$defs/', '"#/components/schemas/'))
         definitions.update(schema.pop("$defs", {}))
         body = {"required": True, "content": {"application/json": {"schema": schema}}}
         paths[f"/{tool.name}"] = {"post": {"requestBody": body, "responses": {"200": {"description": "ok"}}}}
@@ -323,7 +324,7 @@ def test_schema_invalid_arguments_are_refused_naming_the_problem(
     servers: dict[str, LiveServer], environment: str, tool: str, request: pytest.FixtureRequest
 ) -> None:
     server = servers[environment]
-    declared = next(t for t in ENVIRONMENTS[environment].tools if t.name == tool).input_schema
+    declared = next(t for t in ENVIRONMENTS[environment].tools if t.name == tool).validation_schema
     validator = jsonschema.Draft202012Validator(declared)
     operation = argument_schema(environment)[f"/{tool}"]["POST"]
     client = RawMcp(server)

@@ -29,8 +29,9 @@ def test_typescript_client_lists_and_calls_in_sim(sim_server: LiveServer) -> Non
     )
     assert [t["name"] for t in listed["tools"]] == ["list_tables", "describe_table", "run_query", "submit_answer"]
     assert "orders" in tables["structuredContent"]["result"]
-    assert answer["_meta"]["openenv-mcp/reward"] == 1.0 and answer["_meta"]["openenv-mcp/done"] is True
-    assert answer["_meta"]["openenv-mcp/episode_id"] == episode
+    assert answer["_meta"]["openenv-mcp/episode_id"] == episode and "openenv-mcp/reward" not in answer["_meta"]
+    state = httpx.get(f"{sim_server.url}/state", headers={"X-Episode-Id": episode}).json()  # the trainer's channel
+    assert (state["total_reward"], state["done"]) == (1.0, True)
 
 
 def test_typescript_client_sees_tool_errors(sim_server: LiveServer) -> None:

@@ -138,3 +138,63 @@ def test_imports_run_down_the_layers_only() -> None:
 def test_the_flat_floor_holds_the_vocabulary_only() -> None:
     flat = sorted(path.stem for path in PACKAGE.glob("*.py"))
     assert len(flat) <= 8, flat
+
+
+# The size rules (STYLE.md 1, and the house's: no module over 500 lines, no function over 80) and the command
+# line as a layer of its own (STYLE.md 17). servers/ and the template are environments, not the toolkit: they keep
+# their own small `python -m` loaders.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def _toolkit_files() -> list[Path]:
+    files = [path.relative_to(ROOT) for path in _modules(PACKAGE, "openenv_mcp").values()]
+    return sorted(files)
+
+
+def test_no_module_of_the_toolkit_is_over_500_lines() -> None:
+    long = {
+        str(path): lines
+        for path in _toolkit_files()
+        if (lines := len((ROOT / path).read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, "past about 400 lines, look for the seam (STYLE.md 1)"
+
+
+def test_no_function_of_the_toolkit_is_over_80_lines() -> None:
+    long = []
+    for path in _toolkit_files():
+        for node in ast.walk(ast.parse((ROOT / path).read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path}:{node.lineno} {node.name} ({lines} lines)")
+    assert long == [], "cut it along its steps, each a named function"
+
+
+def test_only_the_command_line_parses_arguments() -> None:
+    parsers = []
+    for module, path in _modules(PACKAGE, "openenv_mcp").items():
+        if _room(module) == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if "argparse" in names:
+                parsers.append(module)
+    assert parsers == [], "a command goes in openenv_mcp/cli/ (one module per command) and calls the library"
+
+
+def test_the_one_path_is_on_the_runtimes_first_screen() -> None:
+    # Runtime.call and _advance come right after start and stop; forks, snapshots and the rest live beside it
+    source = (PACKAGE / "runtime" / "runtime.py").read_text()
+    assert len(source.splitlines()) <= 450
+    methods = [
+        node.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef) and node.name == "Runtime"
+        for node in node.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    assert methods.index("call") == methods.index("stop") + 2 and methods[methods.index("call") + 1] == "_advance"

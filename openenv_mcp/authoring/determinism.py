@@ -31,6 +31,7 @@ from openenv_mcp.settings import Settings
 __all__ = ["DeterminismError", "audit_determinism"]
 
 Action = tuple[str, dict[str, Any]]
+Step = tuple[str, Any, float, bool]  # tool, observation, reward, done
 
 
 class DeterminismError(OpenEnvError):
@@ -41,7 +42,7 @@ class DeterminismError(OpenEnvError):
 
 @dataclass(frozen=True)
 class _Run:
-    steps: list[tuple[str, Any, float, bool]]  # tool, observation, reward, done
+    steps: list[Step]
     final: tuple[int, float, bool]  # step_count, total_reward, done
 
 
@@ -95,69 +96,7 @@ def audit_determinism(
         portal.wrap_async_context_manager(app.router.lifespan_context(app)),
         portal.wrap_async_context_manager(client) as http,
     ):
-
-        async def step(episode: str, action: Action) -> tuple[str, Any, float, bool] | None:
-            tool, arguments = action
-            answer = await http.post(
-                "/step", headers={"X-Episode-Id": episode}, json={"action": {"tool": tool, "arguments": arguments}}
-            )
-            if answer.status_code == 409:
-                return None  # the episode is done: the rest of the sequence is not played
-            if answer.status_code != 200:
-                raise _Differs(f"{tool} answered {answer.status_code}: {answer.text[:300]}")
-            body = answer.json()
-            return tool, body["observation"], body["reward"], body["done"]
-
-        async def finish(episode: str, steps: list[tuple[str, Any, float, bool]]) -> _Run:
-            state = (await http.get("/state", headers={"X-Episode-Id": episode})).json()
-            await http.delete(f"/episodes/{episode}")
-            return _Run(steps, (state["step_count"], state["total_reward"], state["done"]))
-
-        async def reset(task_seed: int) -> str:
-            answer = await http.post("/reset", json={"seed": task_seed})
-            if answer.status_code != 200:
-                raise _Differs(f"/reset answered {answer.status_code}: {answer.text[:300]}")
-            return str(answer.json()["episode_id"])
-
-        async def play(task_seed: int, sequence: list[Action]) -> _Run:
-            episode = await reset(task_seed)
-            steps = []
-            for action in sequence:
-                result = await step(episode, action)
-                if result is None:
-                    break
-                steps.append(result)
-            return await finish(episode, steps)
-
-        async def play_forked(task_seed: int, sequence: list[Action], at: int, via: str) -> _Run:
-            source = await reset(task_seed)
-            steps = []
-            for action in sequence[:at]:
-                result = await step(source, action)
-                if result is None:
-                    break
-                steps.append(result)
-            forked = await http.post(f"/episodes/{source}/fork", params={"via": via})
-            if forked.status_code != 200:
-                raise _Differs(f"fork ({via}) at step {len(steps)} answered {forked.status_code}: {forked.text[:300]}")
-            episode = str(forked.json()["episode_id"])
-            await http.delete(f"/episodes/{source}")
-            for action in sequence[len(steps) :]:
-                result = await step(episode, action)
-                if result is None:
-                    break
-                steps.append(result)
-            return await finish(episode, steps)
-
-        def compare(what: str, first: _Run, other: _Run) -> None:
-            for index, (mine, theirs) in enumerate(zip(first.steps, other.steps, strict=False), 1):
-                if mine != theirs:
-                    part = "observation" if mine[1] != theirs[1] else "reward or done flag"
-                    raise _Differs(f"{what}: step {index} ({mine[0]}) gave another {part}")
-            if len(first.steps) != len(other.steps):
-                raise _Differs(f"{what}: {len(first.steps)} steps played, then {len(other.steps)}")
-            if first.final != other.final:
-                raise _Differs(f"{what}: final state (steps, total reward, done) {first.final} then {other.final}")
+        player = _Player(http)
 
         @hypothesis.settings(
             max_examples=sequences,
@@ -176,11 +115,11 @@ def audit_determinism(
             sequence = [pool[i] for i in picks]
             where = f"seed {task_seed}, actions {[name for name, _ in sequence]}"
             try:
-                first = portal.call(play, task_seed, sequence)
-                compare(f"two runs of {where}", first, portal.call(play, task_seed, sequence))
+                first = portal.call(player.play, task_seed, sequence)
+                _compare(f"two runs of {where}", first, portal.call(player.play, task_seed, sequence))
                 for via in vias:
-                    forked = portal.call(play_forked, task_seed, sequence, fork_at, via)
-                    compare(f"a fork ({via}) at step {fork_at} of {where}", first, forked)
+                    forked = portal.call(player.play_forked, task_seed, sequence, fork_at, via)
+                    _compare(f"a fork ({via}) at step {fork_at} of {where}", first, forked)
             except _Differs as exc:
                 problems.append(str(exc))
                 raise
@@ -188,3 +127,69 @@ def audit_determinism(
         with contextlib.suppress(_Differs):
             audit()
     return problems[:1]
+
+
+class _Player:
+    """Plays action sequences through the HTTP door, from a reset or forked from another episode part-way."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self._http = http
+
+    async def play(self, task_seed: int, sequence: list[Action]) -> _Run:
+        episode = await self._reset(task_seed)
+        steps = await self._steps(episode, sequence, [])
+        return await self._finish(episode, steps)
+
+    async def play_forked(self, task_seed: int, sequence: list[Action], at: int, via: str) -> _Run:
+        source = await self._reset(task_seed)
+        steps = await self._steps(source, sequence[:at], [])
+        forked = await self._http.post(f"/episodes/{source}/fork", params={"via": via})
+        if forked.status_code != 200:
+            raise _Differs(f"fork ({via}) at step {len(steps)} answered {forked.status_code}: {forked.text[:300]}")
+        episode = str(forked.json()["episode_id"])
+        await self._http.delete(f"/episodes/{source}")
+        steps = await self._steps(episode, sequence[len(steps) :], steps)
+        return await self._finish(episode, steps)
+
+    async def _reset(self, task_seed: int) -> str:
+        answer = await self._http.post("/reset", json={"seed": task_seed})
+        if answer.status_code != 200:
+            raise _Differs(f"/reset answered {answer.status_code}: {answer.text[:300]}")
+        return str(answer.json()["episode_id"])
+
+    async def _steps(self, episode: str, actions: list[Action], steps: list[Step]) -> list[Step]:
+        """``steps`` followed by those of ``actions`` played on ``episode``, up to the one that finds it done."""
+        for action in actions:
+            result = await self._step(episode, action)
+            if result is None:
+                break
+            steps.append(result)
+        return steps
+
+    async def _step(self, episode: str, action: Action) -> Step | None:
+        tool, arguments = action
+        answer = await self._http.post(
+            "/step", headers={"X-Episode-Id": episode}, json={"action": {"tool": tool, "arguments": arguments}}
+        )
+        if answer.status_code == 409:
+            return None  # the episode is done: the rest of the sequence is not played
+        if answer.status_code != 200:
+            raise _Differs(f"{tool} answered {answer.status_code}: {answer.text[:300]}")
+        body = answer.json()
+        return tool, body["observation"], body["reward"], body["done"]
+
+    async def _finish(self, episode: str, steps: list[Step]) -> _Run:
+        state = (await self._http.get("/state", headers={"X-Episode-Id": episode})).json()
+        await self._http.delete(f"/episodes/{episode}")
+        return _Run(steps, (state["step_count"], state["total_reward"], state["done"]))
+
+
+def _compare(what: str, first: _Run, other: _Run) -> None:
+    for index, (mine, theirs) in enumerate(zip(first.steps, other.steps, strict=False), 1):
+        if mine != theirs:
+            part = "observation" if mine[1] != theirs[1] else "reward or done flag"
+            raise _Differs(f"{what}: step {index} ({mine[0]}) gave another {part}")
+    if len(first.steps) != len(other.steps):
+        raise _Differs(f"{what}: {len(first.steps)} steps played, then {len(other.steps)}")
+    if first.final != other.final:
+        raise _Differs(f"{what}: final state (steps, total reward, done) {first.final} then {other.final}")

@@ -314,93 +314,117 @@ async def _check_control_plane(
     if not expect("contract", listed.status_code == 200, f"GET /tasks answered {listed.status_code}"):
         return
     expect("contract", bool(listed.json().get("tasks")), "/tasks lists no tasks")
+    probe = _Probe(report, http, examples)
+    try:
+        seen = await probe.determinism()
+        await probe.isolation(seen)
+        episode = (await probe.reset(1))["episode_id"]  # the error paths, then the rewards, on a fresh episode
+        state = await probe.error_paths(episode, tools)
+        if examples:
+            await probe.rewards(episode, int(state.get("max_steps") or PROBE_STEPS))
+        await http.delete(f"/episodes/{episode}")
+    except _Stop as exc:
+        report.add("contract", str(exc))
 
-    async def step(episode: str | None, tool: str, arguments: Any) -> httpx.Response:
+
+class _Probe:
+    """The control-plane checks, each played through ``http`` with the environment's ``examples``."""
+
+    def __init__(self, report: Report, http: httpx.AsyncClient, examples: list[tuple[str, dict[str, Any]]]) -> None:
+        self.expect = report.expect
+        self.http = http
+        self.examples = examples
+
+    async def step(self, episode: str | None, tool: str, arguments: Any) -> httpx.Response:
         headers = {} if episode is None else {"X-Episode-Id": episode}
-        return await http.post("/step", headers=headers, json={"action": {"tool": tool, "arguments": arguments}})
+        return await self.http.post("/step", headers=headers, json={"action": {"tool": tool, "arguments": arguments}})
 
-    async def reset(seed: int) -> dict[str, Any]:
-        answer = await http.post("/reset", json={"seed": seed})
+    async def reset(self, seed: int) -> dict[str, Any]:
+        answer = await self.http.post("/reset", json={"seed": seed})
         if answer.status_code != 200:
             raise _Stop(f"POST /reset answered {answer.status_code}: {answer.text[:200]}")
         return dict(answer.json())
 
-    async def play(first: dict[str, Any]) -> list[Any]:
+    async def play(self, first: dict[str, Any]) -> list[Any]:
+        """The examples played on the episode ``first`` opened: what each call saw (observation, reward)."""
         seen = []
-        for name, arguments in examples:
-            answer = await step(first["episode_id"], name, arguments)
-            expect("contract", answer.status_code == 200, f"example {name} answered {answer.status_code}")
+        for name, arguments in self.examples:
+            answer = await self.step(first["episode_id"], name, arguments)
+            self.expect("contract", answer.status_code == 200, f"example {name} answered {answer.status_code}")
             body = answer.json() if answer.status_code == 200 else {}
             seen.append((body.get("observation"), body.get("reward")))
         return seen
 
-    try:
-        # determinism: same seed, same task and observations
+    async def determinism(self) -> list[Any]:
+        """Same seed, same task and observations; returns what the examples saw."""
         runs = []
         for _ in range(2):
-            first = await reset(7)
-            runs.append((first["info"].get("task_id"), first["observation"], await play(first)))
-            await http.delete(f"/episodes/{first['episode_id']}")
-        expect("determinism", runs[0][:2] == runs[1][:2], "two resets with seed 7 gave different tasks or prompts")
-        expect("determinism", runs[0][2] == runs[1][2], "the same calls with seed 7 gave different observations")
+            first = await self.reset(7)
+            runs.append((first["info"].get("task_id"), first["observation"], await self.play(first)))
+            await self.http.delete(f"/episodes/{first['episode_id']}")
+        self.expect("determinism", runs[0][:2] == runs[1][:2], "two resets with seed 7 gave different tasks or prompts")
+        self.expect("determinism", runs[0][2] == runs[1][2], "the same calls with seed 7 gave different observations")
+        return list(runs[0][2])
 
-        # isolation: one episode's calls leave another (same task and seed) as a fresh one would be
-        a, b = await reset(7), await reset(7)
-        await play(a)
-        expect("isolation", await play(b) == runs[0][2], "an episode's calls changed what another episode sees")
+    async def isolation(self, seen: list[Any]) -> None:
+        """One episode's calls leave another (same task and seed) as a fresh one would be (``seen``); close works."""
+        expect, http = self.expect, self.http
+        a, b = await self.reset(7), await self.reset(7)
+        await self.play(a)
+        expect("isolation", await self.play(b) == seen, "an episode's calls changed what another episode sees")
         state = (await http.get("/state", headers={"X-Episode-Id": b["episode_id"]})).json()
-        expect("isolation", state.get("step_count") == len(examples), f"/state step_count is {state.get('step_count')}")
+        count = state.get("step_count")
+        expect("isolation", count == len(self.examples), f"/state step_count is {count}")
         for opened in (a, b):
             closed = await http.delete(f"/episodes/{opened['episode_id']}")
             expect("contract", closed.status_code == 200, "DELETE /episodes/{id} did not close the episode")
         gone = await http.get("/state", headers={"X-Episode-Id": a["episode_id"]})
         expect("contract", gone.status_code == 404, "a closed episode still answers /state")
 
-        # error paths, on a fresh episode
-        episode = (await reset(1))["episode_id"]
-        name, arguments = examples[0] if examples else (tools[0], {})
-
-        async def code_of(answer: httpx.Response) -> tuple[int, str]:
-            try:
-                return answer.status_code, str(answer.json().get("error", {}).get("code", ""))
-            except ValueError:
-                return answer.status_code, ""
-
-        got = await code_of(await http.post("/step", headers={"X-Episode-Id": episode}, json={"action": {}}))
+    async def error_paths(self, episode: str, tools: list[str]) -> dict[str, Any]:
+        """Every documented error answered with its status and code, none counted as a step; the state after."""
+        expect, step = self.expect, self.step
+        name, arguments = self.examples[0] if self.examples else (tools[0], {})
+        malformed = await self.http.post("/step", headers={"X-Episode-Id": episode}, json={"action": {}})
+        got = await _code_of(malformed)
         expect("contract", got == (400, "malformed_request"), f"a malformed body answered {got}, not 400")
-        got = await code_of(await step(None, name, arguments))
+        got = await _code_of(await step(None, name, arguments))
         expect("contract", got == (400, "reset_needed"), f"a step without X-Episode-Id answered {got}, not 400")
-        got = await code_of(await step(episode, "__no_such_tool__", {}))
+        got = await _code_of(await step(episode, "__no_such_tool__", {}))
         expect("contract", got == (404, "tool_not_found"), f"an unknown tool answered {got}, not 404")
         for tool in tools:
-            got = await code_of(await step(episode, tool, {"__bogus__": 1}))
+            got = await _code_of(await step(episode, tool, {"__bogus__": 1}))
             expect("contract", got == (422, "invalid_arguments"), f"bad arguments to {tool} answered {got}, not 422")
-        got = await code_of(await step("__ghost__", name, arguments))
+        got = await _code_of(await step("__ghost__", name, arguments))
         expect("contract", got == (404, "episode_not_found"), f"an unknown episode answered {got}, not 404")
-        state = (await http.get("/state", headers={"X-Episode-Id": episode})).json()
+        state: dict[str, Any] = (await self.http.get("/state", headers={"X-Episode-Id": episode})).json()
         expect("contract", state.get("step_count") == 0, "rejected calls were counted as steps")
+        return state
 
-        # rewards in range, done reachable, step after done refused
-        if examples:
-            limit = int(state.get("max_steps") or PROBE_STEPS)
-            rewards, done, steps = [], False, 0
-            while not done and steps <= min(limit, PROBE_STEPS):
-                tool_name, tool_arguments = examples[steps % len(examples)]
-                answer = await step(episode, tool_name, tool_arguments)
-                if answer.status_code != 200:
-                    break
-                body = answer.json()
-                rewards.append(body.get("reward"))
-                done, steps = bool(body.get("done")), steps + 1
-            low, high = REWARD_RANGE
-            bad = [r for r in rewards if not isinstance(r, int | float) or not math.isfinite(r) or not low <= r <= high]
-            expect("rewards", not bad, f"rewards out of [{low:g}, {high:g}]: {bad[:5]}")
-            if expect("rewards", done, f"done never came within {min(limit, PROBE_STEPS)} steps (step limit {limit})"):
-                got = await code_of(await step(episode, tool_name, tool_arguments))
-                expect("contract", got == (409, "episode_finished"), f"a step after done answered {got}, not 409")
-        await http.delete(f"/episodes/{episode}")
-    except _Stop as exc:
-        report.add("contract", str(exc))
+    async def rewards(self, episode: str, limit: int) -> None:
+        """Rewards in range, done reached within the step limit (``limit``), a step after done refused."""
+        rewards, done, steps = [], False, 0
+        while not done and steps <= min(limit, PROBE_STEPS):
+            tool_name, tool_arguments = self.examples[steps % len(self.examples)]
+            answer = await self.step(episode, tool_name, tool_arguments)
+            if answer.status_code != 200:
+                break
+            body = answer.json()
+            rewards.append(body.get("reward"))
+            done, steps = bool(body.get("done")), steps + 1
+        low, high = REWARD_RANGE
+        bad = [r for r in rewards if not isinstance(r, int | float) or not math.isfinite(r) or not low <= r <= high]
+        self.expect("rewards", not bad, f"rewards out of [{low:g}, {high:g}]: {bad[:5]}")
+        if self.expect("rewards", done, f"done never came within {min(limit, PROBE_STEPS)} steps (step limit {limit})"):
+            got = await _code_of(await self.step(episode, tool_name, tool_arguments))
+            self.expect("contract", got == (409, "episode_finished"), f"a step after done answered {got}, not 409")
+
+
+async def _code_of(answer: httpx.Response) -> tuple[int, str]:
+    try:
+        return answer.status_code, str(answer.json().get("error", {}).get("code", ""))
+    except ValueError:
+        return answer.status_code, ""
 
 
 class _Stop(Exception):

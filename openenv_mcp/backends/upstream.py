@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from openenv_mcp.environment.schemas import advertised
 from openenv_mcp.environment.tools import Toolbox
 from openenv_mcp.errors import BackendUnavailable, ConfigError, ToolFailed
 
@@ -287,9 +288,10 @@ def tool_drift(declared: Toolbox[Any], upstream: Sequence[Mapping[str, Any]]) ->
     lines += [f"+ {name}: listed by the upstream, not declared here" for name in sorted(set(theirs) - set(ours))]
     for name in sorted(set(ours) & set(theirs)):
         for field in _COMPARED:
-            lines += [
-                f"~ {name}.{field}{where}" for where in _differences(ours[name].get(field), theirs[name].get(field))
-            ]
+            given = theirs[name].get(field)
+            if field == "inputSchema" and isinstance(given, Mapping):
+                given = advertised(given)  # as ours is advertised: no $schema, no additionalProperties: false
+            lines += [f"~ {name}.{field}{where}" for where in _differences(ours[name].get(field), given)]
     return lines
 
 

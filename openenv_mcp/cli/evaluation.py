@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.cli.rollout import add_policy_arguments, positive
+from openenv_mcp.cli.runs import add_policy_arguments, positive
+
+if TYPE_CHECKING:
+    from openenv_mcp.cli.runs import Run
+    from openenv_mcp.evaluation.run import Evaluation, TrialLog
 
 __all__ = ["add_commands"]
 
@@ -27,6 +31,10 @@ def add_commands(commands: Any) -> None:
     evaluate.add_argument("--split", default="test", help="the split whose tasks are evaluated (default test)")
     evaluate.add_argument("--trials", "-k", type=positive, default=3, help="trials per task (default 3)")
     evaluate.add_argument("--task", action="append", dest="tasks", help="only this task (repeatable)")
+    evaluate.add_argument("--difficulty", help="only the tasks of this difficulty tier")
+    evaluate.add_argument(
+        "--sample", type=positive, help="only this many tasks, drawn with --seed, every difficulty tier first"
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="trial i of each task runs with seed SEED+i (0)")
     evaluate.add_argument("--concurrency", "-c", type=positive, default=4, help="episodes at once (default 4)")
     evaluate.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as a success (1)")
@@ -43,58 +51,21 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    import json
     from contextlib import AsyncExitStack
 
     from tqdm import tqdm
 
-    from openenv_mcp.cli.rollout import choose_policy, scripted_for
-    from openenv_mcp.client import AsyncEnvClient
-    from openenv_mcp.client.discovery import ServerProcess, discover
-    from openenv_mcp.errors import ConfigError
-    from openenv_mcp.evaluation.report import render_html
-    from openenv_mcp.evaluation.run import Trial, TrialLog, evaluate
-    from openenv_mcp.settings import Settings, load_settings
+    from openenv_mcp.cli.runs import open_run
+    from openenv_mcp.evaluation.run import Trial, evaluate
 
-    settings = load_settings(Settings)
-    token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
     async with AsyncExitStack() as stack:
-        chosen = await choose_policy(args, settings, stack)
-        url = args.server
-        if not url.startswith(("http://", "https://")):
-            from openenv_mcp.environment.catalog import load_environment
-
-            load_environment(url)  # an unknown name fails here, listing the installed ones
-            url = (await stack.enter_async_context(ServerProcess(args.server))).url
-        server = await discover(url, token=token)
-        policy = chosen if chosen is not None else scripted_for(server)
-        async with AsyncEnvClient(url, token=token) as client:
-            listed = await client.tasks()
-        if args.split not in listed.splits:
-            raise ConfigError(f"Server {server.name!r} has no split {args.split!r}; splits: {', '.join(listed.splits)}")
-        task_ids = [t.id for t in listed.tasks if t.split == args.split]
-        if args.tasks:
-            unknown = sorted(set(args.tasks) - set(task_ids))
-            if unknown:
-                raise ConfigError(f"No task {', '.join(unknown)} in split {args.split!r} of {server.name!r}")
-            task_ids = [t for t in task_ids if t in set(args.tasks)]
-        run = {
-            "server": server.name,
-            "split": args.split,
-            "k": args.trials,
-            "policy": args.policy,
-            "seed": args.seed,
-            "threshold": args.success_threshold,
-            "tasks": task_ids,
-        }
-        trials_file = args.out / "trials.jsonl"
-        if args.restart:
-            trials_file.unlink(missing_ok=True)
-        log = TrialLog(trials_file, run)
+        run = await open_run(args, stack)
+        task_ids, difficulties = await _task_ids(args, run)
+        log = _trial_log(args, run, task_ids)
         todo = len(task_ids) * args.trials - len(log.finished())
         print(
-            f"eval: {server.name} at {url}, split {args.split}, {len(task_ids)} tasks x {args.trials} trials, "
-            f"policy {args.policy}; {todo} to run ({len(task_ids) * args.trials - todo} already in {trials_file})",
+            f"eval: {run.server.name} at {run.url}, split {args.split}, {len(task_ids)} tasks x {args.trials} trials, "
+            f"policy {args.policy}; {todo} to run ({len(task_ids) * args.trials - todo} already in {log.path})",
             file=sys.stderr,
         )
         bar = tqdm(total=todo, unit="trial", file=sys.stderr, disable=args.no_progress, dynamic_ncols=True)
@@ -104,22 +75,76 @@ async def _main(args: argparse.Namespace) -> int:
 
         try:
             result = await evaluate(
-                url,
-                policy,
+                run.url,
+                run.policy,
                 task_ids=task_ids,
                 k=args.trials,
                 log=log,
                 seed=args.seed,
                 concurrency=args.concurrency,
-                server=server,
+                server=run.server,
                 threshold=args.success_threshold,
                 on_trial=advance,
-                token=token,
+                token=run.token,
+                difficulties=difficulties,
             )
         finally:
             bar.close()
-    (args.out / "results.json").write_text(json.dumps(result.as_json(), indent=2) + "\n")
-    (args.out / "report.html").write_text(render_html(result))
+    _write_reports(args.out, result)
     print(result.render())
     print(f"results: {args.out / 'results.json'}, report: {args.out / 'report.html'}", file=sys.stderr)
     return 1 if result.errors else 0
+
+
+async def _task_ids(args: argparse.Namespace, run: Run) -> tuple[list[str], dict[str, str | None]]:
+    """The tasks of ``--split`` and ``--difficulty`` (only those of ``--task`` when given; a seeded sample of every
+    tier with ``--sample``), checked against the server's list; and each task's difficulty."""
+    from openenv_mcp.client import AsyncEnvClient
+    from openenv_mcp.environment.tasks import stratified_sample
+    from openenv_mcp.errors import ConfigError, EpisodeError
+
+    name = run.server.name
+    async with AsyncEnvClient(run.url, token=run.token) as client:
+        try:
+            listed = await client.tasks(split=args.split, difficulty=args.difficulty)
+        except EpisodeError as exc:  # no such split or difficulty: the message lists those there are
+            raise ConfigError(f"Server {name!r}: {exc.message}") from None
+    task_ids = [t.id for t in listed.tasks]
+    if args.tasks:
+        unknown = sorted(set(args.tasks) - set(task_ids))
+        if unknown:
+            raise ConfigError(f"No task {', '.join(unknown)} in split {args.split!r} of {name!r}")
+        task_ids = [t for t in task_ids if t in set(args.tasks)]
+    difficulties = {t.id: t.difficulty for t in listed.tasks}
+    if args.sample is not None:
+        drawn = stratified_sample(task_ids, args.sample, seed=args.seed, key=lambda i: difficulties[i] or "-")
+        task_ids = sorted(drawn)
+    return task_ids, difficulties
+
+
+def _trial_log(args: argparse.Namespace, run: Run, task_ids: list[str]) -> TrialLog:
+    """``OUT/trials.jsonl`` for this run (emptied first with ``--restart``): what resuming starts from."""
+    from openenv_mcp.evaluation.run import TrialLog
+
+    described = {
+        "server": run.server.name,
+        "split": args.split,
+        "k": args.trials,
+        "policy": args.policy,
+        "seed": args.seed,
+        "threshold": args.success_threshold,
+        "tasks": task_ids,
+    }
+    trials_file = args.out / "trials.jsonl"
+    if args.restart:
+        trials_file.unlink(missing_ok=True)
+    return TrialLog(trials_file, described)
+
+
+def _write_reports(out: Path, result: Evaluation) -> None:
+    import json
+
+    from openenv_mcp.evaluation.report import render_html
+
+    (out / "results.json").write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    (out / "report.html").write_text(render_html(result))

@@ -1,12 +1,15 @@
-"""``openenv-mcp tasks NAME``: an installed environment's task set, counted, and checked by playing it."""
+"""``openenv-mcp tasks NAME``: an environment's task set (counts per split and difficulty, a few samples) and its
+check (hygiene, and reference solutions played to reward 1.0 through the one path)."""
 
 from __future__ import annotations
 
 import argparse
-import time
+import json
+import sys
 from typing import Any
 
-from openenv_mcp.cli.rollout import positive
+from openenv_mcp.cli.runs import positive
+from openenv_mcp.environment.tasks import by_difficulty
 
 __all__ = ["add_commands"]
 
@@ -15,47 +18,95 @@ def add_commands(commands: Any) -> None:
     """Add ``tasks`` to the ``openenv-mcp`` parser."""
     tasks = commands.add_parser(
         "tasks",
-        help="count an installed server's tasks by split and difficulty; --check plays their reference solutions",
-        description="With --check, each played task is reset and its reference solution sent through the one path "
-        "(in this process); it must end done with a total reward of 1. Worlds make what a task needs on first use "
-        "(TextWorld's games), so a first full check takes long: docs/worlds.md.",
+        help="an environment's tasks: counts per split and difficulty, samples, and --check that plays them",
+        description="Without --check: the counts and a few tasks. With --check: the hygiene of the whole set (unique "
+        "ids and prompts, a difficulty on every task, the tiers easy, medium and hard) and each sampled task's "
+        "reference solution played in process through the one path to reward 1.0; the exit code is 1 when "
+        "anything fails.",
     )
     tasks.set_defaults(handler=_tasks)
-    tasks.add_argument("name", help="the server's name, as 'openenv-mcp list' shows it")
-    tasks.add_argument("--check", action="store_true", help="play reference solutions (a seeded sample by default)")
-    tasks.add_argument("--sample", type=positive, default=30, help="tasks played with --check (default 30)")
-    tasks.add_argument("--all", action="store_true", help="with --check: play every task")
-    tasks.add_argument("--split", help="only this split's tasks")
-    tasks.add_argument("--seed", type=int, default=0, help="the sample's draw and the episodes' seed (0)")
-    tasks.add_argument("--concurrency", "-c", type=positive, default=2, help="episodes at once (default 2)")
+    tasks.add_argument("target", help="an installed server's NAME, or a project PATH (with pyproject.toml)")
+    tasks.add_argument("--split", help="show and check only this split")
+    tasks.add_argument("--difficulty", help="show and check only this difficulty")
+    tasks.add_argument("--show", type=int, default=3, help="tasks to show (default 3; 0 for none)")
+    tasks.add_argument("--check", action="store_true", help="check the task set by playing its references")
+    played = tasks.add_mutually_exclusive_group()
+    played.add_argument("--sample", type=positive, default=50, help="with --check: references to play (default 50)")
+    played.add_argument("--all", action="store_true", help="with --check: play every task's reference")
+    tasks.add_argument("--seed", type=int, default=0, help="the draw of the samples and the episodes' seed (0)")
+    tasks.add_argument("--concurrency", "-c", type=positive, default=4, help="episodes at once (default 4)")
+    tasks.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    tasks.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _tasks(args: argparse.Namespace) -> int:
     from openenv_mcp.authoring.tasksets import check_task_set
-    from openenv_mcp.environment.catalog import load_environment
-    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.cli.authoring import load_target
+    from openenv_mcp.environment.tasks import stratified_sample
 
-    env = load_environment(args.name)
-    chosen = [task for task in env.tasks() if args.split is None or task.split == args.split]
-    if not chosen:
-        raise ConfigError(f"Server {args.name!r} has no tasks in split {args.split!r}")
+    env, _ = load_target(args.target)
+    task_set = env.tasks()
+    chosen = task_set.select(split=args.split, difficulty=args.difficulty)
+    shown = stratified_sample(chosen, args.show, seed=args.seed, key=lambda t: (t.split, t.difficulty or "-"))
+    document: dict[str, Any] = {
+        "environment": env.name,
+        "tasks": len(chosen),
+        "counts": _counts(chosen),
+        "samples": [{"id": t.id, "split": t.split, "difficulty": t.difficulty, "prompt": t.prompt} for t in shown],
+    }
+    if not args.json:
+        print(_render(document))
     if not args.check:
-        counts: dict[str, dict[str, int]] = {}
-        for task in chosen:
-            tally = counts.setdefault(task.split, {})
-            tally[task.difficulty or "-"] = tally.get(task.difficulty or "-", 0) + 1
-        for split, by_difficulty in counts.items():
-            parts = ", ".join(f"{difficulty} {count}" for difficulty, count in sorted(by_difficulty.items()))
-            print(f"{split:<8} {sum(by_difficulty.values()):>6}  ({parts})")
+        if args.json:
+            print(json.dumps(document, indent=2))
         return 0
-    started = time.perf_counter()
     report = check_task_set(
-        env, tasks=chosen, sample=None if args.all else args.sample, seed=args.seed, concurrency=args.concurrency
+        env,
+        tasks=chosen,
+        sample=None if args.all else args.sample,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        tiers=None if args.split or args.difficulty else ("easy", "medium", "hard"),
+        on_played=_progress(min(len(chosen), args.sample) if not args.all else len(chosen), args.no_progress),
     )
-    for line in [*report.problems, *report.failures]:
-        print(line)
-    verdict = "ok" if report.ok else f"{len(report.failures)} failed, {len(report.problems)} problems"
-    print(
-        f"{args.name}: played {report.played} of {len(chosen)} tasks: {verdict} ({time.perf_counter() - started:.0f} s)"
-    )
+    if args.json:
+        print(json.dumps({**document, "check": report.as_json()}, indent=2))
+    else:
+        print(report.render(counts=False))
     return 0 if report.ok else 1
+
+
+def _counts(tasks: list[Any]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for task in tasks:
+        tiers = counts.setdefault(task.split, {})
+        tiers[task.difficulty or "-"] = tiers.get(task.difficulty or "-", 0) + 1
+    return {split: dict(sorted(tiers.items(), key=lambda kv: by_difficulty(kv[0]))) for split, tiers in counts.items()}
+
+
+def _render(document: dict[str, Any]) -> str:
+    tiers = sorted({tier for by_tier in document["counts"].values() for tier in by_tier}, key=by_difficulty)
+    lines = [f"{document['environment']}: {document['tasks']} tasks", f"  {'split':<10}{'all':>7}"]
+    lines[-1] += "".join(f"{tier:>9}" for tier in tiers)
+    for split, by_tier in document["counts"].items():
+        row = f"  {split:<10}{sum(by_tier.values()):>7}" + "".join(f"{by_tier.get(t, 0):>9}" for t in tiers)
+        lines.append(row)
+    for task in document["samples"]:
+        first = task["prompt"].splitlines()[0] if task["prompt"] else ""
+        lines.append(f"- {task['id']} ({task['split']}, {task['difficulty'] or 'no difficulty'}): {first[:160]}")
+    return "\n".join(lines)
+
+
+def _progress(total: int, off: bool) -> Any:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="task", file=sys.stderr, disable=off, dynamic_ncols=True, leave=False)
+
+    def played(task: Any, failure: str | None) -> None:
+        bar.update()
+        if failure is not None:
+            bar.write(f"failed: {failure}", file=sys.stderr)
+        if bar.n >= total:
+            bar.close()
+
+    return played

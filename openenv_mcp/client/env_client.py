@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 from pydantic import BaseModel
@@ -37,6 +38,12 @@ class _Call:
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None = None
+
+
+def _tasks_call(split: str | None, difficulty: str | None, query: str | None, offset: int, limit: int | None) -> _Call:
+    params = {"split": split, "difficulty": difficulty, "q": query, "offset": offset or None, "limit": limit}
+    given = urlencode({name: value for name, value in params.items() if value is not None})
+    return _Call("GET", "/tasks" + (f"?{given}" if given else ""), {})
 
 
 def auth_headers(token: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
@@ -169,8 +176,17 @@ class EnvClient(_Base):
     def state(self, *, episode_id: str | None = None) -> EpisodeState:
         return self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)
 
-    def tasks(self, *, split: str | None = None) -> TaskList:
-        return self._send(_Call("GET", "/tasks" + (f"?split={split}" if split else ""), {}), TaskList)
+    def tasks(
+        self,
+        *,
+        split: str | None = None,
+        difficulty: str | None = None,
+        query: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> TaskList:
+        """The server's tasks (without answers) that match, ``limit`` of them from ``offset`` (all by default)."""
+        return self._send(_tasks_call(split, difficulty, query, offset, limit), TaskList)
 
     def close_episode(self, *, episode_id: str | None = None) -> EpisodeState:
         """Close the current episode (or ``episode_id``) on the server and free its backend."""
@@ -254,8 +270,17 @@ class AsyncEnvClient(_Base):
     async def state(self, *, episode_id: str | None = None) -> EpisodeState:
         return await self._send(_Call("GET", "/state", self._episode(episode_id)), EpisodeState)
 
-    async def tasks(self, *, split: str | None = None) -> TaskList:
-        return await self._send(_Call("GET", "/tasks" + (f"?split={split}" if split else ""), {}), TaskList)
+    async def tasks(
+        self,
+        *,
+        split: str | None = None,
+        difficulty: str | None = None,
+        query: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> TaskList:
+        """The server's tasks (without answers) that match, ``limit`` of them from ``offset`` (all by default)."""
+        return await self._send(_tasks_call(split, difficulty, query, offset, limit), TaskList)
 
     async def close_episode(self, *, episode_id: str | None = None) -> EpisodeState:
         state = await self._send(self._close_episode(episode_id), EpisodeState)

@@ -199,79 +199,130 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         The findings, and notes on what could not be checked from this connection.
     """
     name = role or str(conn.execute("SELECT current_user").fetchone()[0])  # type: ignore[index]
-    who = sql.Identifier(name).as_string(conn)
+    database = str(conn.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+    subject = _Subject(
+        conn, name, database, who=sql.Identifier(name).as_string(conn), db=sql.Identifier(database).as_string(conn)
+    )
+    findings, notes, superuser = _attributes(subject, connected=role is None)
+    if superuser:
+        notes.append("a superuser holds every privilege: remove SUPERUSER, then run doctor again")
+        return findings, notes
+    for check in (
+        _memberships,
+        _database_privileges,
+        _schema_privileges,
+        _table_writes,
+        _sequences,
+        _functions,
+        _catalog_views,
+        _ownership,
+    ):
+        findings.extend(check(subject))
+    return findings, notes
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """The role inspected, the connection that inspects it, and the role's and database's names (``who`` and
+    ``db`` quoted for SQL)."""
+
+    conn: Connection
+    name: str
+    database: str
+    who: str
+    db: str
+
+
+def _attributes(subject: _Subject, *, connected: bool) -> tuple[list[Finding], list[str], bool]:
+    """The role's attributes (SUPERUSER, CREATEROLE, ...), notes, and whether it is a superuser (then nothing
+    else is worth checking); ``pg_roles`` may be hidden from the role itself."""
+    conn, who = subject.conn, subject.who
     findings: list[Finding] = []
     notes: list[str] = []
-    database = str(conn.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
-    db = sql.Identifier(database).as_string(conn)
-
     try:
         with conn.transaction():
             attributes = conn.execute(
                 "SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls FROM pg_roles "
                 "WHERE rolname = %s",
-                (name,),
+                (subject.name,),
             ).fetchone()
     except psycopg.errors.InsufficientPrivilege:
-        attributes = None
         superuser = conn.execute("SELECT current_setting('is_superuser') = 'on'").fetchone()
-        if role is None and superuser and superuser[0]:
+        if connected and superuser and superuser[0]:
             findings.append(Finding("is a superuser", f"ALTER ROLE {who} NOSUPERUSER;"))
         notes.append(
             "pg_roles is hidden from this role (as provisioning leaves it), so CREATEROLE, CREATEDB, REPLICATION "
             "and BYPASSRLS were not checked: run doctor with --admin-url to check them"
         )
-    if attributes is not None:
-        for flag, (column, keyword) in zip(attributes, _ATTRIBUTES.items(), strict=True):
-            if flag:
-                findings.append(Finding(f"has {keyword} ({column})", f"ALTER ROLE {who} NO{keyword};"))
-        if attributes[0]:
-            notes.append("a superuser holds every privilege: remove SUPERUSER, then run doctor again")
-            return findings, notes
+        return findings, notes, False
+    if attributes is None:
+        return findings, notes, False
+    for flag, (column, keyword) in zip(attributes, _ATTRIBUTES.items(), strict=True):
+        if flag:
+            findings.append(Finding(f"has {keyword} ({column})", f"ALTER ROLE {who} NO{keyword};"))
+    return findings, notes, bool(attributes[0])
 
+
+def _memberships(subject: _Subject) -> list[Finding]:
+    findings = []
     for granted in PREDEFINED_ROLES:
-        member = conn.execute(
-            "SELECT to_regrole(%s) IS NOT NULL AND pg_has_role(%s, %s, 'MEMBER')", (granted, name, granted)
+        member = subject.conn.execute(
+            "SELECT to_regrole(%s) IS NOT NULL AND pg_has_role(%s, %s, 'MEMBER')", (granted, subject.name, granted)
         ).fetchone()
         if member and member[0]:
             fix = (
-                f"ALTER DATABASE {db} OWNER TO CURRENT_USER;"
+                f"ALTER DATABASE {subject.db} OWNER TO CURRENT_USER;"
                 if granted == "pg_database_owner"
-                else f"REVOKE {granted} FROM {who};"
+                else f"REVOKE {granted} FROM {subject.who};"
             )
             findings.append(Finding(f"is a member of {granted}", fix))
+    return findings
 
+
+def _database_privileges(subject: _Subject) -> list[Finding]:
+    findings = []
+    db, who = subject.db, subject.who
     for privilege in ("CREATE", "TEMPORARY"):
-        row = conn.execute("SELECT has_database_privilege(%s, current_database(), %s)", (name, privilege)).fetchone()
+        row = subject.conn.execute(
+            "SELECT has_database_privilege(%s, current_database(), %s)", (subject.name, privilege)
+        ).fetchone()
         if row and row[0]:
             findings.append(
                 Finding(
-                    f"may {privilege} in database {database}",
+                    f"may {privilege} in database {subject.database}",
                     f"REVOKE {privilege} ON DATABASE {db} FROM PUBLIC; REVOKE {privilege} ON DATABASE {db} FROM {who};",
                 )
             )
+    return findings
 
-    schemas = conn.execute(
+
+def _schema_privileges(subject: _Subject) -> list[Finding]:
+    schemas = subject.conn.execute(
         "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema' "
         "AND has_schema_privilege(%s, oid, 'CREATE') ORDER BY 1",
-        (name,),
+        (subject.name,),
     ).fetchall()
+    findings = []
     for (schema,) in schemas:
-        ident = sql.Identifier(schema).as_string(conn)
+        ident = sql.Identifier(schema).as_string(subject.conn)
         findings.append(
             Finding(
                 f"may CREATE in schema {schema}",
-                f"REVOKE CREATE ON SCHEMA {ident} FROM PUBLIC; REVOKE CREATE ON SCHEMA {ident} FROM {who};",
+                f"REVOKE CREATE ON SCHEMA {ident} FROM PUBLIC; REVOKE CREATE ON SCHEMA {ident} FROM {subject.who};",
             )
         )
+    return findings
 
+
+def _table_writes(subject: _Subject) -> list[Finding]:
     checks = " , ".join(f"has_table_privilege(%(role)s, c.oid, '{w}')" for w in _WRITES)
-    tables = conn.execute(
+    tables = subject.conn.execute(
         f"SELECT c.oid::regclass::text, {checks} FROM pg_class c "
         "WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relnamespace NOT IN "
         "('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace) ORDER BY 1",
-        {"role": name},
+        {"role": subject.name},
     ).fetchall()
+    findings = []
     for table, *flags in tables:
         held = [w for w, flag in zip(_WRITES, flags, strict=True) if flag]
         if held:
@@ -279,32 +330,39 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
             findings.append(
                 Finding(
                     f"may {listed} on {table}",
-                    f"REVOKE {listed} ON {table} FROM PUBLIC; REVOKE {listed} ON {table} FROM {who};",
+                    f"REVOKE {listed} ON {table} FROM PUBLIC; REVOKE {listed} ON {table} FROM {subject.who};",
                 )
             )
+    return findings
 
-    sequences = conn.execute(
+
+def _sequences(subject: _Subject) -> list[Finding]:
+    sequences = subject.conn.execute(
         "SELECT c.oid::regclass::text FROM pg_class c WHERE c.relkind = 'S' "
         "AND (has_sequence_privilege(%s, c.oid, 'USAGE') OR has_sequence_privilege(%s, c.oid, 'UPDATE')) ORDER BY 1",
-        (name, name),
+        (subject.name, subject.name),
     ).fetchall()
-    for (sequence,) in sequences:
-        findings.append(
-            Finding(
-                f"may advance sequence {sequence} (nextval)",
-                f"REVOKE USAGE, UPDATE ON SEQUENCE {sequence} FROM PUBLIC; "
-                f"REVOKE USAGE, UPDATE ON SEQUENCE {sequence} FROM {who};",
-            )
+    return [
+        Finding(
+            f"may advance sequence {sequence} (nextval)",
+            f"REVOKE USAGE, UPDATE ON SEQUENCE {sequence} FROM PUBLIC; "
+            f"REVOKE USAGE, UPDATE ON SEQUENCE {sequence} FROM {subject.who};",
         )
+        for (sequence,) in sequences
+    ]
 
-    functions = conn.execute(
+
+def _functions(subject: _Subject) -> list[Finding]:
+    """The dangerous pg_catalog functions the role may execute, one finding per kind of harm."""
+    functions = subject.conn.execute(
         "SELECT p.oid::regprocedure::text, p.proname FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace "
         "AND p.proname ~ %s AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1",
-        (DANGEROUS_FUNCTIONS, name),
+        (DANGEROUS_FUNCTIONS, subject.name),
     ).fetchall()
     groups: dict[str, list[str]] = {}
     for signature, proname in functions:
         groups.setdefault(_KINDS[_kind(proname)], []).append(f"pg_catalog.{signature}")
+    findings = []
     for kind, signatures in groups.items():
         listed = ", ".join(signatures)
         shown = ", ".join(s.removeprefix("pg_catalog.") for s in signatures[:4])
@@ -312,39 +370,46 @@ def inspect_role(conn: Connection, role: str | None = None) -> tuple[list[Findin
         findings.append(
             Finding(
                 f"may EXECUTE {len(signatures)} function(s) that {kind} ({shown}{more})",
-                f"REVOKE EXECUTE ON FUNCTION {listed} FROM PUBLIC; REVOKE EXECUTE ON FUNCTION {listed} FROM {who};",
+                f"REVOKE EXECUTE ON FUNCTION {listed} FROM PUBLIC; "
+                f"REVOKE EXECUTE ON FUNCTION {listed} FROM {subject.who};",
             )
         )
+    return findings
 
-    relations = conn.execute(
+
+def _catalog_views(subject: _Subject) -> list[Finding]:
+    relations = subject.conn.execute(
         "SELECT relname FROM pg_class WHERE relnamespace = 'pg_catalog'::regnamespace AND relname = ANY(%s) "
         "AND has_table_privilege(%s, oid, 'SELECT') ORDER BY 1",
-        (list(HIDDEN_RELATIONS), name),
+        (list(HIDDEN_RELATIONS), subject.name),
     ).fetchall()
-    if relations:
-        listed = ", ".join(f"pg_catalog.{row[0]}" for row in relations)
-        findings.append(
-            Finding(
-                f"may read {len(relations)} catalog view(s) showing other sessions, databases or roles "
-                f"({', '.join(row[0] for row in relations[:4])}{' ...' if len(relations) > 4 else ''})",
-                f"REVOKE SELECT ON {listed} FROM PUBLIC; GRANT SELECT ON {listed} TO pg_read_all_stats; "
-                f"REVOKE SELECT ON {listed} FROM {who};",
-            )
+    if not relations:
+        return []
+    listed = ", ".join(f"pg_catalog.{row[0]}" for row in relations)
+    return [
+        Finding(
+            f"may read {len(relations)} catalog view(s) showing other sessions, databases or roles "
+            f"({', '.join(row[0] for row in relations[:4])}{' ...' if len(relations) > 4 else ''})",
+            f"REVOKE SELECT ON {listed} FROM PUBLIC; GRANT SELECT ON {listed} TO pg_read_all_stats; "
+            f"REVOKE SELECT ON {listed} FROM {subject.who};",
         )
+    ]
 
-    owned = conn.execute(
+
+def _ownership(subject: _Subject) -> list[Finding]:
+    owned = subject.conn.execute(
         "SELECT 'relation ' || oid::regclass::text FROM pg_class WHERE relowner = to_regrole(%(role)s) "
         "UNION ALL SELECT 'schema ' || quote_ident(nspname) FROM pg_namespace WHERE nspowner = to_regrole(%(role)s) "
         "UNION ALL SELECT 'function ' || oid::regprocedure::text FROM pg_proc WHERE proowner = to_regrole(%(role)s) "
         "ORDER BY 1",
-        {"role": name},
+        {"role": subject.name},
     ).fetchall()
-    if owned:
-        shown = ", ".join(row[0] for row in owned[:5]) + (f" and {len(owned) - 5} more" if len(owned) > 5 else "")
-        findings.append(
-            Finding(
-                f"owns {len(owned)} object(s) ({shown}): an owner may change and grant them",
-                f"REASSIGN OWNED BY {who} TO CURRENT_USER;",
-            )
+    if not owned:
+        return []
+    shown = ", ".join(row[0] for row in owned[:5]) + (f" and {len(owned) - 5} more" if len(owned) > 5 else "")
+    return [
+        Finding(
+            f"owns {len(owned)} object(s) ({shown}): an owner may change and grant them",
+            f"REASSIGN OWNED BY {subject.who} TO CURRENT_USER;",
         )
-    return findings, notes
+    ]

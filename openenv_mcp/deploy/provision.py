@@ -1,26 +1,23 @@
 """Provision a bundled PostgreSQL for one server of a prod compose stack (the one-shot loader service).
 
-    PROVISION_ADMIN_URL=postgresql://postgres:secret@postgres:5432/postgres \\
-    PROVISION_READER_PASSWORD=hunter2 \\
-    python -m openenv_mcp.deploy.provision postgres --database sql --reader sql_reader \\
-        -- python -m openenv_mcp.servers.sql.load {url}
+    provision_postgres(admin_url, database="sql", reader="sql_reader", reader_password=password,
+                       loader=["python", "-m", "openenv_mcp.servers.sql.load", "{url}"])
 
 Waits (bounded) for the server to accept connections, creates the database if it is missing
 (UTF8, from ``template0``; an existing database in another encoding is refused), creates or
-updates the login role ``--reader`` with the password, runs the loader command (``{url}`` becomes
+updates the login role ``reader`` with the password, runs the loader command (``{url}`` becomes
 the admin URL of the new database) only when the database has no tables yet, so running it again
 changes nothing, then leaves the role SELECT on every table of the schema and nothing else: what
 PostgreSQL grants every role by default and an agent must not have (advisory locks, signalling
 other sessions, WAL messages, other sessions' activity, the cluster's databases and roles) is
-revoked in that database (:mod:`openenv_mcp.deploy.agent_role`). Credentials come from the
-environment, never the command line.
+revoked in that database (:mod:`openenv_mcp.deploy.agent_role`). The loader service runs it as
+``openenv-mcp provision postgres`` (:mod:`openenv_mcp.cli.provision`), credentials from
+:class:`ProvisionSettings`, never the command line.
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 
@@ -32,9 +29,8 @@ from sqlalchemy.engine import make_url
 
 from openenv_mcp.deploy.agent_role import harden
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.settings import load_settings
 
-__all__ = ["ProvisionSettings", "create_utf8_database", "main", "provision_postgres"]
+__all__ = ["ProvisionSettings", "create_utf8_database", "provision_postgres"]
 
 
 class ProvisionSettings(BaseSettings):
@@ -122,38 +118,3 @@ def provision_postgres(
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(ident, role))
         harden(conn, database=database, role=reader)
     return ran
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.deploy.provision", description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["postgres"], help="the service to provision")
-    parser.add_argument("--database", required=True, help="database to create (if missing) and load")
-    parser.add_argument("--reader", required=True, help="login role to create (or update) with SELECT only")
-    parser.add_argument("--schema", default="public", help="schema whose tables the role may read (default: public)")
-    parser.epilog = "After --, the command that loads an empty database; {url} stands for its admin URL."
-    argv = list(sys.argv[1:] if argv is None else argv)
-    split = argv.index("--") if "--" in argv else len(argv)
-    args = parser.parse_args(argv[:split])
-    loader = argv[split + 1 :]
-    try:
-        settings = load_settings(ProvisionSettings)
-        ran = provision_postgres(
-            settings.admin_url.get_secret_value(),
-            database=args.database,
-            reader=args.reader,
-            reader_password=settings.reader_password.get_secret_value(),
-            loader=loader,
-            schema=args.schema,
-            wait=settings.wait,
-        )
-    except (OpenEnvError, psycopg.Error) as exc:
-        message = exc.message if isinstance(exc, OpenEnvError) else str(exc).strip()
-        print(f"provision: {message}", file=sys.stderr)
-        return 1
-    state = "loaded" if ran else "already loaded" if loader else "ready (no loader)"
-    print(f"provision: database {args.database} (UTF8) {state}; role {args.reader} may SELECT only")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

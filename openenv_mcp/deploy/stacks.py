@@ -21,7 +21,7 @@ port on the host, has a ``/readyz`` healthcheck, the restart policy :data:`RESTA
 ``deploy.replicas`` for Docker Swarm. In sim mode that is all. In prod mode, for each declared
 :class:`~openenv_mcp.environment.spec.ProdService` this module knows how to run (PostgreSQL today), the
 stack bundles the service, wires the server's URL setting to it, and adds a one-shot loader
-(``python -m openenv_mcp.deploy.provision``) that creates the server's database and a SELECT-only role and
+(``openenv-mcp provision postgres``) that creates the server's database and a SELECT-only role and
 loads the demo data with ``python -m <server package>.load URL`` when the package has such a module.
 Every other required prod setting is read from the environment as ``${VAR:?what to set}``; so are
 all credentials; the server's optional settings are listed without a value (``VAR: null``), which
@@ -190,14 +190,13 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
             "restart_policy": {"condition": "any", "delay": "5s"},
         },
     }
-    loader_command = ["postgres", "--database", database, "--reader", reader]
+    loader_command = ["provision", "postgres", "--database", database, "--reader", reader]
     package = _package(env.name)
     if package is not None and importlib.util.find_spec(f"{package}.load") is not None:
         loader_command += ["--", "python", "-m", f"{package}.load", "{url}"]
     loader = {
         "image": image,
-        "entrypoint": ["python", "-m", "openenv_mcp.deploy.provision"],
-        "command": loader_command,
+        "command": loader_command,  # the image's entrypoint: openenv-mcp (under tini)
         "environment": {
             "PROVISION_ADMIN_URL": f"postgresql://postgres:{admin_password}@postgres:5432/postgres",
             "PROVISION_READER_PASSWORD": reader_password,
@@ -306,35 +305,37 @@ def build_stack(
         service = _server_service(env, mode, image=images[target], build=builds, port=ports[-1])
         volumes.extend(v.split(":", 1)[0] for v in service.get("volumes", []) if not v.startswith(("/", "$", ".")))
         if mode == "prod":
-            wirings = _wire(env, image, bundle)
-            for wiring in wirings:
-                service["environment"].update(wiring.environment)
+            for wiring in _complete_prod(env, service, image=image, bundle=bundle):
                 support.update(wiring.services)
                 volumes.extend(wiring.volumes)
-            depends = [d for wiring in wirings for d in wiring.depends_on]
-            if depends:
-                service["depends_on"] = depends
-            for variable in _unset_required(env, service["environment"]):
-                service["environment"][variable.name] = _required(variable.name, variable.description)
-            for variable in env.variables():  # the rest pass through from the shell when set there
-                service["environment"].setdefault(variable.name, None)
-            upstreams = [service.upstream for service in env.prod_services if service.upstream is not None]
-            if upstreams:  # an existing MCP server the prod backend forwards to: what the image must hold
-                service["x-upstream"] = [
-                    {
-                        "package": u.package,
-                        "registry": u.registry,
-                        "version": u.version,
-                        "command": list(u.command),
-                        "install": u.install,
-                    }
-                    for u in upstreams
-                ]
         services[name] = service
     doc: dict[str, Any] = {"services": {**services, **dict(sorted(support.items()))}}
     if volumes:
         doc["volumes"] = {volume: {} for volume in sorted(set(volumes))}
     return doc
+
+
+def _complete_prod(env: Environment[Any, Any], service: dict[str, Any], *, image: str, bundle: bool) -> list[_Wiring]:
+    """Give a server's prod ``service`` its settings: from the prod services bundled (returned, for the stack to
+    add), else asked of the environment; and name the upstream MCP servers its image must hold."""
+    wirings = _wire(env, image, bundle)
+    for wiring in wirings:
+        service["environment"].update(wiring.environment)
+    depends = [d for wiring in wirings for d in wiring.depends_on]
+    if depends:
+        service["depends_on"] = depends
+    for variable in _unset_required(env, service["environment"]):
+        service["environment"][variable.name] = _required(variable.name, variable.description)
+    for variable in env.variables():  # the rest pass through from the shell when set there
+        service["environment"].setdefault(variable.name, None)
+    upstreams = [prod.upstream for prod in env.prod_services if prod.upstream is not None]
+    if upstreams:  # an existing MCP server the prod backend forwards to: what the image must hold
+        service["x-upstream"] = [
+            {"package": u.package, "registry": u.registry, "version": u.version, "command": list(u.command),
+             "install": u.install}
+            for u in upstreams
+        ]  # fmt: skip
+    return wirings
 
 
 def _server_service(

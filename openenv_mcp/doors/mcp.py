@@ -3,23 +3,26 @@
 It serves the runtime's tool table through the SDK's low-level server, so the tool list and
 every call go through the same table, validation and dispatch as the HTTP control plane.
 
-In sim mode a call binds to an episode by the ``X-Episode-Id`` HTTP header, or by
-``_meta["openenv-mcp/episode_id"]`` in the request (for stdio, which has no headers);
-without either it acts on the default episode (see :data:`~openenv_mcp.runtime.DEFAULT_EPISODE`).
-The result's ``_meta`` carries ``openenv-mcp/reward``, ``openenv-mcp/done``,
-``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``, and ``openenv-mcp/scores`` (the reward's named
-parts) and ``openenv-mcp/reasons`` (an LLM judge's reason) when the grade has them (``docs/rewards.md``).
+In sim mode a call binds to an episode by the rule in :mod:`openenv_mcp.doors.mcp_sessions`: an explicit id
+(the ``X-Episode-Id`` HTTP header, or ``_meta["openenv-mcp/episode_id"]`` in the request; ``default`` for the
+shared default episode), else the episode of its stateful session (opened by the session's first call or its
+``prompts/get``, closed when the session ends), else the shared default episode
+(:data:`~openenv_mcp.runtime.DEFAULT_EPISODE`). The result's ``_meta`` carries ``openenv-mcp/episode_id`` and
+``openenv-mcp/step_count``; the reward, the done flag and the reward's parts (``openenv-mcp/reward``,
+``openenv-mcp/done``, ``openenv-mcp/scores``, ``openenv-mcp/reasons``) go there too only with
+``OPENENV_MCP_REWARD_META=true``: some agent frameworks show the model the whole result, so by default they reach
+the trainer's channel only (``GET /state``, trajectories).
 
-In sim mode every task is also an MCP prompt (``prompts/list``); ``prompts/get`` opens a fresh
+In sim mode every task is also an MCP prompt (``prompts/list``, :data:`PROMPTS_PAGE` a page, split and difficulty
+in its title and ``_meta``); ``prompts/get`` opens a fresh
 episode of that task and binds it to the MCP session, so the session's later calls without an
-episode id act on it (the prompt's ``_meta`` names the episode for clients without sessions).
+episode id act on it (the prompt's ``_meta`` names the episode: the handle for clients without sessions).
 Prod lists no prompts.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections import OrderedDict
+import secrets
 from typing import Any
 
 import mcp_types as types
@@ -28,17 +31,22 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.routing import BaseRoute
 
+from openenv_mcp.doors.mcp_sessions import SessionEpisodes
+from openenv_mcp.environment.tasks import Task
 from openenv_mcp.errors import OpenEnvError, ToolNotFound
 from openenv_mcp.models import ImageBlock, Observation, TextBlock
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import DEFAULT_EPISODE, Runtime
 
 __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
 
 EPISODE_HEADER = "x-episode-id"
-_MAX_BOUND_SESSIONS = 10_000  # HTTP sessions remembered with the episode their prompts/get opened
+PROMPTS_PAGE = 500  # prompts per prompts/list page; nextCursor leads to the next
 META_PREFIX = "openenv-mcp/"
+_SESSION = f"{META_PREFIX}session"  # the key a connection's state keeps its session under
+_STDIO = "stdio"  # the one client of a stdio server
 
 
 class McpDoor:
@@ -59,9 +67,9 @@ class McpDoor:
             on_get_prompt=self._get_prompt,
         )
         self.session_manager: StreamableHTTPSessionManager | None = None
-        # the episode a prompts/get opened, per MCP session: by Mcp-Session-Id over HTTP, by session object on stdio
-        self._session_episodes: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._http_session_episodes: OrderedDict[str, str] = OrderedDict()
+        self.sessions = SessionEpisodes(open_episode=self._open_episode, close_episode=self._close_episode)
+        self._stdio = False  # serving stdio: one client, one session whatever its protocol era
+        self._prompts: list[types.Prompt] | None = None
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tools exactly as ``tools/list`` sends them (camelCase JSON)."""
@@ -73,15 +81,13 @@ class McpDoor:
     async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         if not self.runtime.sim:
             return types.ListPromptsResult(prompts=[])
+        if self._prompts is None:  # the tasks never change: build the listing once
+            self._prompts = [_prompt(task) for task in self.runtime.tasks]
+        cursor = params.cursor if params is not None else None
+        start = _page_start(cursor, len(self._prompts))
+        end = start + PROMPTS_PAGE
         return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name=task.id,
-                    title=f"{task.id} ({task.split})",
-                    description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
-                )
-                for task in self.runtime.tasks
-            ]
+            prompts=self._prompts[start:end], next_cursor=str(end) if end < len(self._prompts) else None
         )
 
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -91,38 +97,46 @@ class McpDoor:
             opened = await self.runtime.reset(task_id=params.name)
         except OpenEnvError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
-        self._bind_session(ctx, opened.episode_id)
+        key = self._session_key(ctx)
+        if key is not None:
+            await self.sessions.bind(key, opened.episode_id)
+        where = "opened for this session" if key is not None else "send its id as X-Episode-Id or in _meta"
         text = "\n".join(block.text for block in opened.observation.content if isinstance(block, TextBlock))
         return types.GetPromptResult(
-            description=f"Task {params.name}: episode {opened.episode_id}, opened for this session",
+            description=f"Task {params.name}: episode {opened.episode_id}, {where}",
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
             _meta={f"{META_PREFIX}episode_id": opened.episode_id, f"{META_PREFIX}task_id": params.name},
         )
 
-    def _bind_session(self, ctx: Any, episode_id: str) -> None:
-        request = getattr(ctx, "request", None)
-        http_session = request.headers.get("mcp-session-id") if request is not None else None
-        if http_session:
-            self._http_session_episodes[http_session] = episode_id
-            self._http_session_episodes.move_to_end(http_session)
-            while len(self._http_session_episodes) > _MAX_BOUND_SESSIONS:
-                self._http_session_episodes.popitem(last=False)
-        elif getattr(ctx, "session", None) is not None:
-            self._session_episodes[ctx.session] = episode_id
+    def _session_key(self, ctx: Any) -> str | None:
+        """The stateful session a request belongs to (its episode closes when it ends), or ``None`` if sessionless."""
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)  # the SDK's per-client Connection
+        if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            key = connection.state.get(_SESSION)
+            if key is None:  # the connection's first call: its episodes close when its exit stack unwinds
+                key = connection.state[_SESSION] = connection.session_id or secrets.token_hex(16)
+                connection.exit_stack.push_async_callback(self.sessions.end, key)
+            return str(key)
+        return _STDIO if self._stdio else None
 
-    def _session_episode(self, ctx: Any) -> str | None:
-        if not (self._http_session_episodes or self._session_episodes):
-            return None
-        request = getattr(ctx, "request", None)
-        http_session = request.headers.get("mcp-session-id") if request is not None else None
-        if http_session:
-            return self._http_session_episodes.get(http_session)
-        session = getattr(ctx, "session", None)
-        return self._session_episodes.get(session) if session is not None else None
+    async def _open_episode(self) -> str:
+        return (await self.runtime.reset()).episode_id
+
+    async def _close_episode(self, episode_id: str) -> None:
+        if episode_id in self.runtime.episodes:
+            await self.runtime.close_episode(episode_id)
+
+    async def _episode(self, ctx: Any, params: types.CallToolRequestParams) -> str | None:
+        """The episode a sim call acts on (``None``: the shared default), by the rule in ``mcp_sessions``."""
+        explicit = _episode_id(ctx, params)
+        if explicit is not None:
+            return None if explicit == DEFAULT_EPISODE else explicit
+        key = self._session_key(ctx) if self.runtime.sim else None
+        return await self.sessions.episode(key) if key is not None else None
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        episode_id = _episode_id(ctx, params) or self._session_episode(ctx)
         try:
+            episode_id = await self._episode(ctx, params) if self.runtime.sim else None
             outcome = await self.runtime.call(params.name, params.arguments, episode_id)
         except ToolNotFound as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
@@ -135,15 +149,16 @@ class McpDoor:
         meta = None
         if outcome.episode is not None:
             meta = {
-                f"{META_PREFIX}reward": outcome.reward,
-                f"{META_PREFIX}done": outcome.done,
                 f"{META_PREFIX}episode_id": outcome.episode.id,
                 f"{META_PREFIX}step_count": outcome.episode.step_count,
             }
-            if outcome.scores is not None:
-                meta[f"{META_PREFIX}scores"] = dict(outcome.scores)
-            if outcome.reasons is not None:
-                meta[f"{META_PREFIX}reasons"] = dict(outcome.reasons)
+            if self.runtime.settings.mcp_reward_meta:  # off: the model never sees them (GET /state has them)
+                meta[f"{META_PREFIX}reward"] = outcome.reward
+                meta[f"{META_PREFIX}done"] = outcome.done
+                if outcome.scores is not None:
+                    meta[f"{META_PREFIX}scores"] = dict(outcome.scores)
+                if outcome.reasons is not None:
+                    meta[f"{META_PREFIX}reasons"] = dict(outcome.reasons)
         return _to_mcp(outcome.observation, meta)
 
     def http_routes(
@@ -175,8 +190,34 @@ class McpDoor:
 
     async def serve_stdio(self) -> None:
         """Serve MCP over this process's stdin and stdout until the client closes them."""
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+        self._stdio = True
+        try:
+            async with stdio_server() as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+        finally:
+            await self.sessions.end(_STDIO)
+
+
+def _prompt(task: Task) -> types.Prompt:
+    """A task as an MCP prompt: its id, split and difficulty in the title (and ``_meta``), its first line."""
+    meta = {f"{META_PREFIX}split": task.split}
+    if task.difficulty:
+        meta[f"{META_PREFIX}difficulty"] = task.difficulty
+    return types.Prompt(
+        name=task.id,
+        title=f"{task.id} ({', '.join(meta.values())})",
+        description=task.prompt.splitlines()[0][:200] if task.prompt else task.id,
+        _meta=meta,
+    )
+
+
+def _page_start(cursor: str | None, total: int) -> int:
+    """Where the page a ``prompts/list`` cursor names starts (the cursor is the ``nextCursor`` we sent)."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or int(cursor) >= total:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor[:40]!r}: pass the nextCursor of the last page")
+    return int(cursor)
 
 
 def _episode_id(ctx: Any, params: types.CallToolRequestParams) -> str | None:

@@ -38,7 +38,7 @@ from openenv_mcp.errors import (
 from openenv_mcp.models import Observation
 from openenv_mcp.runtime import Runtime
 
-__all__ = ["OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message"]
+__all__ = ["TOO_DEEP", "OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message"]
 
 log = logging.getLogger(__name__)
 
@@ -233,19 +233,31 @@ class OpenEnvMcpShim:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        request = _openenv_request(body)
+        try:
+            request = _openenv_request(body)
+        except RecursionError:  # json.loads raises it, not ValueError, past Python's recursion limit
+            error = {"code": "malformed_request", "message": TOO_DEEP}
+            await _send_json(send, 400, {"error": error})
+            return
         if request is None:
             await inner(scope, _replay(body, receive), send)
             return
-        answer = await _handle(sessions, request)
-        payload = json.dumps(answer).encode()
-        start: Message = {"type": "http.response.start", "status": 200,
-                          "headers": [(b"content-type", b"application/json")]}  # fmt: skip
-        await send(start)
-        await send({"type": "http.response.body", "body": payload})
+        await _send_json(send, 200, await _handle(sessions, request))
+
+
+TOO_DEEP = "Malformed request: JSON nested too deeply to read; send a flatter JSON body"
+
+
+async def _send_json(send: Send, status: int, answer: dict[str, Any]) -> None:
+    payload = json.dumps(answer).encode()
+    start: Message = {"type": "http.response.start", "status": status,
+                      "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+    await send(start)
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _openenv_request(body: bytes) -> dict[str, Any] | None:
+    """The OpenEnv JSON-RPC request in ``body``; ``None`` for anything else (RecursionError if nested too deeply)."""
     try:
         request = json.loads(body)
     except (ValueError, UnicodeDecodeError):

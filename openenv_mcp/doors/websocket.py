@@ -15,7 +15,8 @@ and an optional ``id`` echoed in the answer:
 Answers are ``{"id"?, "ok": true, "result": ...}`` (the same shapes as the HTTP routes) or
 ``{"id"?, "ok": false, "status": 404, "error": {"code", "message"}}``. ``episode_id`` defaults to
 the episode this connection's last reset opened. Episodes opened on a connection are closed when
-it ends, so a client that goes away leaks nothing.
+it ends, so a client that goes away leaks nothing. A frame over ``OPENENV_MAX_BODY_BYTES`` is answered 413
+``body_too_large`` (and one nested too deeply to read, 400), and the connection goes on.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from openenv_mcp.doors.body_limit import too_large
 from openenv_mcp.doors.openenv import OpenEnvSessions, OpenEnvSocket, is_openenv_message
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
 from openenv_mcp.models import Action, BatchFork, BatchItem, BatchStep, Snapshot
@@ -92,6 +94,8 @@ _Message = TypeAdapter(
 def websocket_door(runtime: Runtime, sessions: OpenEnvSessions) -> Callable[[WebSocket], Awaitable[None]]:
     """The ``/ws`` endpoint over ``runtime``; OpenEnv's messages (``openenv_mcp.doors.openenv``) share it."""
 
+    limit = runtime.settings.max_body_bytes  # a frame's limit, as a request body's
+
     async def endpoint(socket: WebSocket) -> None:
         await socket.accept()
         opened: list[str] = []
@@ -103,6 +107,9 @@ def websocket_door(runtime: Runtime, sessions: OpenEnvSessions) -> Callable[[Web
                     break
                 # A binary frame is read like a text one (UTF-8 JSON), rather than ending the connection.
                 raw: str | bytes = frame["text"] if frame.get("text") is not None else frame.get("bytes") or b""
+                if len(raw) > limit:  # characters of a text frame: at least its bytes / 4, at most its bytes
+                    await socket.send_text(_error(None, 413, "body_too_large", too_large(limit)))
+                    continue
                 answer = await _answer(runtime, raw, opened)
                 if answer is None:
                     answer = await _openenv_answer(sessions, socket, openenv, raw)
@@ -138,7 +145,7 @@ async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str 
         try:
             if is_openenv_message(json.loads(raw)):
                 return None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit: the problems below say so
             pass
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
         return _error(None, 400, "malformed_request", f"Malformed message: {problems}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from openenv_mcp.errors import EpisodeError
 
-__all__ = ["Grade", "Task", "TaskSet"]
+__all__ = ["Grade", "Task", "TaskSet", "by_difficulty", "stratified_sample"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class TaskSet:
         if not self._by_id:
             raise ValueError("An environment needs at least one task")
         self.default_split = default_split if default_split in self._by_split else next(iter(self._by_split))
+        self._difficulties: dict[str, int] | None = None
 
     def __iter__(self) -> Iterator[Task]:
         return iter(self._by_id.values())
@@ -67,6 +71,38 @@ class TaskSet:
     def splits(self) -> dict[str, int]:
         """Each split's name and how many tasks it holds."""
         return {split: len(tasks) for split, tasks in self._by_split.items()}
+
+    @property
+    def difficulties(self) -> dict[str, int]:
+        """Each difficulty tier's name and how many tasks have it (tasks without one are not counted)."""
+        if self._difficulties is None:
+            counts: dict[str, int] = {}
+            for task in self._by_id.values():
+                if task.difficulty:
+                    counts[task.difficulty] = counts.get(task.difficulty, 0) + 1
+            self._difficulties = counts
+        return dict(self._difficulties)
+
+    def select(
+        self, *, split: str | None = None, difficulty: str | None = None, query: str | None = None
+    ) -> list[Task]:
+        """The tasks of ``split`` with ``difficulty`` whose id or prompt contains ``query`` (any case), in order.
+
+        Raises:
+            EpisodeError: No such split or difficulty (the message lists those there are).
+        """
+        if split is not None and split not in self._by_split:
+            raise EpisodeError(f"No split {split!r}; splits: {', '.join(self._by_split)}")
+        if difficulty is not None and difficulty not in self.difficulties:
+            tiers = ", ".join(self.difficulties) or "none (no task has a difficulty)"
+            raise EpisodeError(f"No difficulty {difficulty!r}; difficulties: {tiers}")
+        chosen: Iterable[Task] = self._by_split[split] if split is not None else self._by_id.values()
+        if difficulty is not None:
+            chosen = (task for task in chosen if task.difficulty == difficulty)
+        if query:
+            needle = query.casefold()
+            chosen = (task for task in chosen if needle in task.id.casefold() or needle in task.prompt.casefold())
+        return list(chosen)
 
     def get(self, task_id: str) -> Task:
         try:
@@ -85,3 +121,28 @@ class TaskSet:
         if name not in self._by_split:
             raise EpisodeError(f"No split {name!r}; splits: {', '.join(self._by_split)}")
         return random.Random(seed).choice(self._by_split[name])
+
+
+def stratified_sample(items: Sequence[T], size: int, *, seed: int, key: Callable[[T], Hashable]) -> list[T]:
+    """``size`` of ``items`` drawn with ``seed``, every stratum (``key``) first, then the rest at random.
+
+    The strata are taken in sorted order and one item of each is drawn before any other, so a sample at least as
+    large as the number of strata covers them all; a smaller one covers as many as it holds. The same items, size
+    and seed always give the same sample, in the same order.
+    """
+    if size >= len(items):
+        return list(items)
+    rng = random.Random(seed)
+    strata: dict[Hashable, list[int]] = {}
+    for index, item in enumerate(items):
+        strata.setdefault(key(item), []).append(index)
+    picked = [rng.choice(members) for _, members in sorted(strata.items(), key=lambda kv: repr(kv[0]))][:size]
+    chosen = set(picked)
+    picked += rng.sample([i for i in range(len(items)) if i not in chosen], size - len(picked))
+    return [items[i] for i in picked]
+
+
+def by_difficulty(tier: str) -> tuple[int, str]:
+    """A sort key for difficulty tiers: easy, medium, hard, then other names in order, then ``"-"`` (none)."""
+    known = {"easy": 0, "medium": 1, "hard": 2, "-": 4}
+    return known.get(tier, 3), tier

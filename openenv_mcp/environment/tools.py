@@ -36,6 +36,7 @@ from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_t
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from openenv_mcp.environment.schemas import advertised
 from openenv_mcp.errors import InvalidToolArguments, ToolFailed, ToolNotFound
 from openenv_mcp.models import ContentBlock, ImageBlock, Observation, TextBlock, construct
 
@@ -81,11 +82,17 @@ class Image(Generic[MetadataT]):
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool: its MCP description and how to validate, call and render it."""
+    """One tool: its MCP description and how to validate, call and render it.
+
+    ``input_schema`` is what ``tools/list`` advertises (:func:`~openenv_mcp.environment.schemas.advertised`: no
+    keyword an agent framework's converter rejects); ``validation_schema`` is what the ``arguments`` model checks
+    (extra arguments forbidden, exclusive bounds), the stricter of the two.
+    """
 
     name: str
     description: str
     input_schema: dict[str, Any]
+    validation_schema: dict[str, Any]
     output_schema: dict[str, Any]
     annotations: dict[str, bool]
     fn: ToolFn
@@ -240,8 +247,9 @@ class Toolbox(Generic[BackendT]):
             idempotent: The MCP ``idempotentHint``: calling twice with the same arguments does no more.
             open_world: The MCP ``openWorldHint``: the tool reaches beyond a closed world (the web, mail).
             input_schema: The input schema to advertise instead of the generated one, for a tool that must
-                match another server's exactly (an upstream MCP server's). Its properties and required
-                names must be the function's parameters; arguments are still validated by the signature.
+                match another server's (an upstream MCP server's). Its properties and required names must be
+                the function's parameters; arguments are still validated by the signature. It is advertised
+                as :func:`~openenv_mcp.environment.schemas.advertised` makes it, like a generated one.
         """
         hints = {
             "readOnlyHint": read_only,
@@ -297,27 +305,16 @@ def _build_tool(
     if "return" not in hints:
         raise TypeError(f"{where} needs a return annotation: it is the tool's output schema")
 
-    fields: dict[str, Any] = {}
-    for param in params[1:]:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(
-                f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)"
-            )
-        if param.name not in hints:
-            raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
-        annotation = hints[param.name]
-        if param.name in param_docs:
-            annotation = Annotated[annotation, Field(description=param_docs[param.name])]
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (annotation, default)
-
+    fields = _argument_fields(where, params[1:], hints, param_docs)
     arguments = create_model(
         f"{name}_arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
     )
-    input_schema = arguments.model_json_schema()
-    input_schema.pop("title", None)
-    if declared_schema is not None:
-        input_schema = _declared(where, dict(declared_schema), input_schema)
+    validation_schema = arguments.model_json_schema()
+    validation_schema.pop("title", None)
+    declared = (
+        validation_schema if declared_schema is None else _declared(where, dict(declared_schema), validation_schema)
+    )
+    input_schema = advertised(declared)
 
     returns = hints["return"]
     if returns is Image:
@@ -337,6 +334,7 @@ def _build_tool(
         name=name,
         description=description,
         input_schema=input_schema,
+        validation_schema=validation_schema,
         output_schema=output_schema,
         annotations=annotations,
         fn=fn,
@@ -347,6 +345,26 @@ def _build_tool(
         takes_arguments=bool(fields),
         title=title,
     )
+
+
+def _argument_fields(
+    where: str, params: list[inspect.Parameter], hints: dict[str, Any], docs: dict[str, str]
+) -> dict[str, Any]:
+    """The arguments model's fields: each parameter after the backend, typed, with its docstring line."""
+    fields: dict[str, Any] = {}
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"{where}: parameter {param.name!r} must be a plain named parameter (no *args, **kwargs, or /)"
+            )
+        if param.name not in hints:
+            raise TypeError(f"{where}: parameter {param.name!r} needs a type annotation, e.g. '{param.name}: str'")
+        annotation = hints[param.name]
+        if param.name in docs:
+            annotation = Annotated[annotation, Field(description=docs[param.name])]
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    return fields
 
 
 def _declared(where: str, declared: dict[str, Any], generated: dict[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from openenv_mcp.evaluation.metrics import TaskScore
 from openenv_mcp.evaluation.run import Evaluation
 
 __all__ = ["render_html"]
 
 _WIDTH, _HEIGHT, _PAD = 520, 240, 40
 _BLUE, _ORANGE, _GREY = "#2f6db5", "#d9822b", "#c8ced6"
+_MAX_BARS = 60  # more tasks than this: the success-rate plot has one bar per difficulty tier instead
 
 
 def render_html(evaluation: Evaluation) -> str:
@@ -30,11 +32,20 @@ def render_html(evaluation: Evaluation) -> str:
         ("policy", str(run.get("policy", "?"))),
         ("seed", str(run.get("seed", "?"))),
     ]
+    tiers = evaluation.tiers()
+    difficulty = evaluation.difficulties
     rows = "".join(
-        f"<tr><td>{escape(s.task_id)}</td><td>{s.trials}</td><td>{s.successes}</td><td>{s.mean_reward:.3f}</td>"
+        f"<tr><td>{escape(s.task_id)}</td><td>{escape(difficulty.get(s.task_id) or '-')}</td><td>{s.trials}</td>"
+        f"<td>{s.successes}</td><td>{s.mean_reward:.3f}</td>"
         f"<td>{_maybe(s.pass_at, k, s.trials)}</td><td>{_maybe(s.pass_hat, k, s.trials)}</td></tr>"
         for s in evaluation.scores
     )
+    per_tier = _tier_table(evaluation, tiers)
+    if len(evaluation.scores) <= _MAX_BARS or not tiers:
+        bars_title, bars = "Success rate per task", [(s.task_id, _success(s)) for s in evaluation.scores]
+    else:  # hundreds of tasks: one bar per tier (the table below has every task)
+        bars_title = "Success rate per difficulty"
+        bars = [(tier, sum(_success(s) for s in scores) / len(scores)) for tier, scores in tiers.items()]
     errors = "".join(
         f"<li>{escape(t.task_id)} trial {t.index}: {escape(t.error or '')}</li>" for t in evaluation.errors
     )
@@ -51,10 +62,9 @@ figcaption {{ font-weight: bold; margin-bottom: .5em; }}
 </style></head><body>
 <h1>{escape(title)}</h1>
 <table>{"".join(f"<tr><th>{escape(a)}</th><td>{escape(b)}</td></tr>" for a, b in facts)}</table>
+{per_tier}
 <figure><figcaption>Reward distribution (trials)</figcaption>{_histogram([t.reward for t in evaluation.ok])}</figure>
-<figure><figcaption>Success rate per task</figcaption>{
-        _bars([(s.task_id, s.successes / s.trials if s.trials else 0.0) for s in evaluation.scores])
-    }</figure>
+<figure><figcaption>{bars_title}</figcaption>{_bars(bars)}</figure>
 <figure><figcaption>pass@k and pass^k against k</figcaption>{
         _lines(
             ks,
@@ -65,11 +75,35 @@ figcaption {{ font-weight: bold; margin-bottom: .5em; }}
         )
     }</figure>
 <h2>Tasks</h2>
-<table><tr><th>task</th><th>trials</th><th>successes</th><th>mean reward</th><th>pass@{k}</th><th>pass^{k}</th></tr>
+<table><tr><th>task</th><th>difficulty</th><th>trials</th><th>successes</th><th>mean reward</th><th>pass@{
+        k
+    }</th><th>pass^{k}</th></tr>
 {rows}</table>
 {f"<h2>Failed trials</h2><ul>{errors}</ul>" if errors else ""}
 </body></html>
 """
+
+
+def _success(score: TaskScore) -> float:
+    return score.successes / score.trials if score.trials else 0.0
+
+
+def _tier_table(evaluation: Evaluation, tiers: dict[str, list[TaskScore]]) -> str:
+    """Pass rates per difficulty tier (nothing when no task has a difficulty)."""
+    if not tiers:
+        return ""
+    k = str(evaluation.k)
+    rows = []
+    for tier, scores in tiers.items():
+        f = evaluation.figures(scores)
+        rows.append(
+            f"<tr><td>{escape(tier)}</td><td>{f['tasks']}</td><td>{f['trials']}</td><td>{f['mean_reward']:.3f}</td>"
+            f"<td>{f['pass@k'][k]:.3f}</td><td>{f['pass^k'][k]:.3f}</td></tr>"
+        )
+    return (
+        f"<h2>Per difficulty</h2><table><tr><th>difficulty</th><th>tasks</th><th>trials</th><th>mean reward</th>"
+        f"<th>pass@{k}</th><th>pass^{k}</th></tr>{''.join(rows)}</table>"
+    )
 
 
 def _maybe(measure: Callable[[int], float], k: int, trials: int) -> str:

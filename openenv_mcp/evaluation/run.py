@@ -10,12 +10,13 @@ again on the next run: it says nothing about the policy.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openenv_mcp.client.discovery import ServerInfo
+from openenv_mcp.environment.tasks import by_difficulty
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.evaluation.metrics import TaskScore, mean_over_tasks, score_tasks
 from openenv_mcp.rollout.runner import EpisodeResult, Policy, Reset, run_plan
@@ -80,11 +81,16 @@ class TrialLog:
 
 @dataclass(slots=True)
 class Evaluation:
-    """What an evaluation found: the run, its trials, and the figures per task and overall."""
+    """What an evaluation found: the run, its trials, and the figures per task, per difficulty tier and overall.
+
+    ``difficulties`` maps task ids to their difficulty (as ``GET /tasks`` lists them); tasks without one count in
+    tier ``"-"``.
+    """
 
     run: dict[str, Any]
     trials: list[Trial]
     threshold: float = 1.0
+    difficulties: Mapping[str, str | None] = field(default_factory=dict)
     scores: list[TaskScore] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -112,6 +118,28 @@ class Evaluation:
         ok = self.ok
         return sum(t.reward for t in ok) / len(ok) if ok else 0.0
 
+    def tiers(self) -> dict[str, list[TaskScore]]:
+        """The task scores per difficulty tier: easy, medium, hard first, other tiers by name, ``"-"`` last; empty
+        when no task has a difficulty."""
+        if not any(self.difficulties.get(s.task_id) for s in self.scores):
+            return {}
+        groups: dict[str, list[TaskScore]] = {}
+        for score in self.scores:
+            groups.setdefault(self.difficulties.get(score.task_id) or "-", []).append(score)
+        return dict(sorted(groups.items(), key=lambda kv: by_difficulty(kv[0])))
+
+    def figures(self, scores: list[TaskScore]) -> dict[str, Any]:
+        """Tasks, trials, mean reward, pass@k and pass^k (k = 1..K) over ``scores`` (e.g. a tier's)."""
+        ks = range(1, self.k + 1)
+        trials = sum(s.trials for s in scores)
+        return {
+            "tasks": len(scores),
+            "trials": trials,
+            "mean_reward": sum(sum(s.rewards) for s in scores) / trials if trials else 0.0,
+            "pass@k": {str(k): mean_over_tasks(scores, "pass_at", k) for k in ks},
+            "pass^k": {str(k): mean_over_tasks(scores, "pass_hat", k) for k in ks},
+        }
+
     def as_json(self) -> dict[str, Any]:
         """The results as one JSON document (``results.json``)."""
         ks = range(1, self.k + 1)
@@ -125,9 +153,11 @@ class Evaluation:
                 "pass@k": {str(k): self.overall("pass_at", k) for k in ks},
                 "pass^k": {str(k): self.overall("pass_hat", k) for k in ks},
             },
+            "tiers": {tier: self.figures(scores) for tier, scores in self.tiers().items()},
             "tasks": [
                 {
                     "task_id": s.task_id,
+                    "difficulty": self.difficulties.get(s.task_id),
                     "trials": s.trials,
                     "successes": s.successes,
                     "mean_reward": s.mean_reward,
@@ -154,6 +184,12 @@ class Evaluation:
             f"{'overall':<24}{len(self.ok):>7}{self.mean_reward:>8.3f}"
             f"{self.overall('pass_at', k):>9.3f}{self.overall('pass_hat', k):>9.3f}"
         )
+        for tier, scores in self.tiers().items():
+            figures = self.figures(scores)
+            lines.append(
+                f"{'  ' + tier:<24}{figures['trials']:>7}{figures['mean_reward']:>8.3f}"
+                f"{figures['pass@k'][str(k)]:>9.3f}{figures['pass^k'][str(k)]:>9.3f}"
+            )
         if self.errors:
             lines.append(f"{len(self.errors)} trials failed (run again with the same --out to retry them):")
             lines += [f"  {t.task_id} trial {t.index}: {t.error}" for t in self.errors[:5]]
@@ -173,8 +209,10 @@ async def evaluate(
     threshold: float = 1.0,
     on_trial: Callable[[Trial], None] | None = None,
     token: str | None = None,
+    difficulties: Mapping[str, str | None] | None = None,
 ) -> Evaluation:
-    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all."""
+    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all
+    (per difficulty tier too, from ``difficulties``: task id to tier)."""
     done = log.finished()
     plan = [Reset(seed + i, task_id) for task_id in task_ids for i in range(k) if (task_id, i) not in done]
 
@@ -206,4 +244,4 @@ async def evaluate(
         )
     wanted = set(task_ids)
     trials = [t for t in log.trials.values() if t.task_id in wanted and t.index < k]
-    return Evaluation(log.run, trials, threshold)
+    return Evaluation(log.run, trials, threshold, dict(difficulties or {}))

@@ -6,12 +6,17 @@
     curriculum.record(task.id, total_reward)
 
 Each task keeps the outcomes of its last ``window`` finished episodes (a success is a total reward at or above
-``success_threshold``). A task with fewer than ``min_attempts`` outcomes is ``new`` and weighs 1; one whose recent
-success rate is inside ``band`` is ``learning`` and weighs 1; one above it (``too_easy``) or below it
-(``too_hard``) weighs ``outside_weight``. Draws come from one ``random.Random(seed)``: the same seed and the same
-outcomes in the same order give the same tasks. A sim server uses one for ``POST /reset`` without a ``task_id``
-when ``OPENENV_CURRICULUM`` is on (its state is in ``GET /tasks`` and ``/metrics``); a trainer's dataset can use
-one directly, with the tasks ``EnvClient.tasks()`` lists.
+``success_threshold``). Once a task has ``min_attempts`` outcomes its estimated success rate is its own recent rate.
+Before that, its **difficulty is the prior**: the estimate is the recent success rate of all tasks of its tier
+(pooled over their windows) for the outcomes it lacks, mixed with its own, so with ``n`` of ``m = min_attempts``
+outcomes, ``s`` of them successes, and tier rate ``p``: ``(s + (m - n) * p) / m``. A task whose tier has fewer than
+``min_attempts`` outcomes in all (or that has no difficulty) has no estimate yet: it is ``new`` and weighs 1. A task
+whose estimate is inside ``band`` is ``learning`` and weighs 1; one above it (``too_easy``) or below it
+(``too_hard``) weighs ``outside_weight``. So once the easy tier is mastered, its unplayed tasks are drawn rarely,
+and the hard tier's are drawn rarely while it is still out of reach. Draws come from one ``random.Random(seed)``:
+the same seed and the same outcomes in the same order give the same tasks. A sim server uses one for
+``POST /reset`` without a ``task_id`` when ``OPENENV_CURRICULUM`` is on (its state is in ``GET /tasks`` and
+``/metrics``); a trainer's dataset can use one directly, with the tasks ``EnvClient.tasks()`` lists.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ class _Task(Protocol):
     @property
     def split(self) -> str: ...
 
+    @property
+    def difficulty(self) -> str | None: ...
+
 
 Status = Literal["new", "learning", "too_easy", "too_hard"]
 
@@ -44,8 +52,8 @@ class Curriculum:
     """Samples tasks, favouring those whose recent success rate is inside the target band.
 
     Args:
-        tasks: The tasks to draw from (anything with ``id`` and ``split``: :class:`~openenv_mcp.environment.tasks.Task`,
-            :class:`~openenv_mcp.models.TaskInfo`).
+        tasks: The tasks to draw from (anything with ``id``, ``split`` and ``difficulty``:
+            :class:`~openenv_mcp.environment.tasks.Task`, :class:`~openenv_mcp.models.TaskInfo`).
         band: The target success rate, low and high (inclusive).
         window: How many recent finished episodes of a task its rate uses.
         min_attempts: Outcomes a task needs before its rate counts (until then it is ``new``, weight 1).
@@ -83,17 +91,38 @@ class Curriculum:
         self.seed = seed
         self.draws = 0
         self._rng = random.Random(seed)
+        self._by_id: dict[str, _Task] = {task.id: task for task in self.tasks}
         self._recent: dict[str, deque[bool]] = {task.id: deque(maxlen=window) for task in self.tasks}
         self._attempts: dict[str, int] = dict.fromkeys(self._recent, 0)
         self._successes: dict[str, int] = dict.fromkeys(self._recent, 0)
+        # per difficulty tier: outcomes and successes in its tasks' windows (the prior of the tier's new tasks)
+        self._tier_outcomes: dict[str, int] = {}
+        self._tier_successes: dict[str, int] = {}
 
     def rate(self, task_id: str) -> float | None:
-        """The task's recent success rate, or ``None`` before ``min_attempts`` outcomes."""
+        """The task's own recent success rate, or ``None`` before ``min_attempts`` outcomes."""
         recent = self._outcomes(task_id)
         return sum(recent) / len(recent) if len(recent) >= self.min_attempts else None
 
+    def tier_rate(self, difficulty: str | None) -> float | None:
+        """The recent success rate of the tasks of a difficulty tier, pooled; ``None`` before ``min_attempts``
+        outcomes in all (and for tasks without a difficulty)."""
+        outcomes = self._tier_outcomes.get(difficulty, 0) if difficulty else 0
+        return self._tier_successes[difficulty] / outcomes if difficulty and outcomes >= self.min_attempts else None
+
+    def estimate(self, task_id: str) -> float | None:
+        """The task's estimated success rate: its own rate, or before ``min_attempts`` outcomes its tier's rate for
+        the outcomes it lacks (see the module's description); ``None`` when neither is known."""
+        recent = self._outcomes(task_id)
+        if len(recent) >= self.min_attempts:
+            return sum(recent) / len(recent)
+        prior = self.tier_rate(self._by_id[task_id].difficulty)
+        if prior is None:
+            return None
+        return (sum(recent) + (self.min_attempts - len(recent)) * prior) / self.min_attempts
+
     def status(self, task_id: str) -> Status:
-        rate = self.rate(task_id)
+        rate = self.estimate(task_id)
         if rate is None:
             return "new"
         low, high = self.band
@@ -119,7 +148,15 @@ class Curriculum:
         if task_id not in self._recent:
             return
         success = total_reward >= self.success_threshold
-        self._recent[task_id].append(success)
+        recent = self._recent[task_id]
+        tier = self._by_id[task_id].difficulty
+        if tier:
+            if len(recent) == recent.maxlen:  # the oldest outcome leaves the window, and the tier's pool
+                self._tier_outcomes[tier] -= 1
+                self._tier_successes[tier] -= recent[0]
+            self._tier_outcomes[tier] = self._tier_outcomes.get(tier, 0) + 1
+            self._tier_successes[tier] = self._tier_successes.get(tier, 0) + success
+        recent.append(success)
         self._attempts[task_id] += 1
         self._successes[task_id] += success
 
@@ -129,8 +166,9 @@ class Curriculum:
         except KeyError:
             raise EpisodeError(f"No task {task_id!r} in this curriculum") from None
 
-    def state(self) -> CurriculumState:
-        """Settings and, per task, attempts, successes, recent rate, weight and status."""
+    def state(self, task_ids: Iterable[str] | None = None) -> CurriculumState:
+        """Settings and, per task (of ``task_ids`` when given), attempts, successes, recent rate, weight, status."""
+        chosen = self.tasks if task_ids is None else [self._by_id[i] for i in task_ids if i in self._by_id]
         return CurriculumState(
             band=self.band,
             window=self.window,
@@ -145,10 +183,12 @@ class Curriculum:
                     attempts=self._attempts[task.id],
                     successes=self._successes[task.id],
                     recent_success_rate=self.rate(task.id),
+                    estimated_success_rate=self.estimate(task.id),
+                    difficulty=task.difficulty,
                     weight=self.weight(task.id),
                     status=self.status(task.id),
                 )
-                for task in self.tasks
+                for task in chosen
             ],
         )
 

@@ -101,7 +101,7 @@ class RolloutEpisode:
         finally:
             self.latencies.append(time.perf_counter() - started)
         self.steps += 1
-        self.reward += result.reward
+        self.reward = float(result.info.get("total_reward", self.reward + result.reward))  # the server's sum
         self.done = result.done
         self.last = result
         return result

@@ -99,7 +99,8 @@ class Episode:
         whether the episode is now done. True when the step limit ended it (truncated) rather than the task."""
         self.pending = None
         self.step_count += 1
-        self.total_reward += grade.reward
+        # rounded past any reward's meaning, so a run of shaped rewards that adds up to 1 is 1, not 0.9999999999999999
+        self.total_reward = round(self.total_reward + grade.reward, 12)
         truncated = not grade.done and self.step_count >= self.max_steps
         self.done = grade.done or truncated
         # What the log keeps of the observation (LoggedStep): its one text block, or its digest. Built with
@@ -121,7 +122,7 @@ class Episode:
         self.step_count = len(log)
         total = 0.0
         for step in log:
-            total += step.reward
+            total = round(total + step.reward, 12)  # as record() sums
         self.total_reward = total
         self.done = bool(log and log[-1].done)
 

@@ -329,15 +329,31 @@ class Runtime:
         self._require_sim("Closing an episode")
         return await self.episodes.close(episode_id)
 
-    def task_list(self, split: str | None = None) -> TaskList:
+    def task_list(
+        self,
+        split: str | None = None,
+        *,
+        difficulty: str | None = None,
+        query: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> TaskList:
+        """The tasks that match (see :meth:`TaskSet.select`), ``limit`` of them from ``offset`` (all by default)."""
         self._require_sim("The task list")
+        matched = self.tasks.select(split=split, difficulty=difficulty, query=query)
+        page = matched[offset : None if limit is None else offset + limit]
         tasks = [
-            TaskInfo(id=t.id, split=t.split, prompt=t.prompt, difficulty=t.difficulty)
-            for t in self.tasks
-            if split is None or t.split == split
+            TaskInfo.model_construct(id=t.id, split=t.split, prompt=t.prompt, difficulty=t.difficulty) for t in page
         ]
-        curriculum = self.curriculum.state() if self.curriculum is not None else None
-        return TaskList(tasks=tasks, splits=self.tasks.splits, curriculum=curriculum)
+        curriculum = self.curriculum.state([t.id for t in page]) if self.curriculum is not None else None
+        return TaskList.model_construct(
+            tasks=tasks,
+            splits=self.tasks.splits,
+            difficulties=self.tasks.difficulties,
+            total=len(matched),
+            offset=offset,
+            curriculum=curriculum,
+        )
 
     # forks and snapshots (sim only): forks.py --------------------------------------------------
 

@@ -52,6 +52,7 @@ from pydantic import Field
 
 from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.client.lifecycle import close_all, close_surely, opened_reset
+from openenv_mcp.environment.tasks import stratified_sample
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
@@ -75,6 +76,12 @@ class OpenEnvMCPEnvConfig(BaseEnvConfig):  # type: ignore[misc, unused-ignore]
     )
     split: str = Field(default="train", description="The split whose tasks are the training items")
     eval_split: str = Field(default="test", description="The split evaluate() plays, one episode per task")
+    eval_tasks: int | None = Field(
+        default=None,
+        ge=1,
+        description="Play only this many tasks of eval_split, a sample drawn with `seed` that holds every difficulty "
+        "(default: every task)",
+    )
     seed: int = Field(default=0, description="Item n is played with seed `seed + n`; evaluation with `seed`")
     temperature: float = Field(default=1.0, description="Sampling temperature of training episodes")
     eval_temperature: float = Field(default=0.0, description="Sampling temperature of evaluation episodes")
@@ -176,6 +183,10 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         self._server_info: ServerInfo = await discover(self.config.server_url)
         self.tasks = (await self._client.tasks(split=self.config.split)).tasks
         self.eval_tasks = (await self._client.tasks(split=self.config.eval_split)).tasks
+        if self.config.eval_tasks is not None:
+            self.eval_tasks = stratified_sample(
+                self.eval_tasks, self.config.eval_tasks, seed=self.config.seed, key=lambda t: t.difficulty or "-"
+            )
         if not self.tasks:
             raise OpenEnvError(f"The server at {self.config.server_url} has no tasks in split {self.config.split!r}")
         self._train_policy = self._policy("train", self.config.temperature)

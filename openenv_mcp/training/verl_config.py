@@ -11,24 +11,20 @@ verl reads:
   bound to one episode;
 - :func:`dataset_rows`: one verl dataset row per task (``prompt``, ``agent_name``, ``extra_info.tools_kwargs``).
 
-``openenv-mcp verl tools URL`` and ``openenv-mcp verl mcp URL`` write the first two (see docs/verl.md).
+``openenv-mcp verl tools URL`` and ``openenv-mcp verl mcp URL`` (:mod:`openenv_mcp.cli.verl`) write the first two
+(see docs/verl.md).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 if TYPE_CHECKING:
     from openenv_mcp.client.discovery import ServerInfo
 
-__all__ = ["AGENT_NAME", "TOOL_CLASS", "add_commands", "dataset_rows", "mcp_config", "tool_config", "verl_tool_schema"]
+__all__ = ["AGENT_NAME", "TOOL_CLASS", "dataset_rows", "mcp_config", "tool_config", "verl_tool_schema"]
 
 TOOL_CLASS = "openenv_mcp.training.verl.OpenEnvMCPTool"
 AGENT_NAME = "openenv_mcp_agent"  # the agent loop that closes each rollout's episode (openenv_mcp.training.verl)
@@ -126,56 +122,3 @@ def dataset_rows(
                            "tools_kwargs": {str(t["name"]): {"create_kwargs": dict(create)} for t in info.tools}},
         })  # fmt: skip
     return rows
-
-
-def add_commands(commands: Any) -> None:
-    """Add ``verl tools`` and ``verl mcp`` to the ``openenv-mcp`` parser."""
-    verl = commands.add_parser("verl", help="write verl's tool config YAML or an MCP servers JSON for a server")
-    kinds = verl.add_subparsers(dest="verl_command", required=True)
-    tools = kinds.add_parser("tools", help="verl's tool config (tool_config_path): every tool, via our BaseTool")
-    tools.set_defaults(handler=_tools)
-    tools.add_argument("url", help="the running server's URL, e.g. http://127.0.0.1:8000")
-    tools.add_argument("--timeout", type=float, default=30.0, help="seconds per request to the server (30)")
-    tools.add_argument("--output", "-o", help="file to write (default: standard output)")
-    mcp = kinds.add_parser("mcp", help="an mcpServers JSON for the server's /mcp endpoint")
-    mcp.set_defaults(handler=_mcp)
-    mcp.add_argument("url", help="the running server's URL, e.g. http://127.0.0.1:8000")
-    mcp.add_argument("--name", default="openenv-mcp", help="the server's key under mcpServers (openenv-mcp)")
-    binding = mcp.add_mutually_exclusive_group()
-    binding.add_argument("--episode", help="bind every call to this episode (X-Episode-Id)")
-    binding.add_argument("--task", help="open an episode of this task now and bind every call to it")
-    mcp.add_argument("--seed", type=int, help="the seed of the episode --task opens")
-    mcp.add_argument("--output", "-o", help="file to write (default: standard output)")
-
-
-def _tools(args: argparse.Namespace) -> int:
-    import anyio
-
-    from openenv_mcp.client.discovery import discover
-
-    info = anyio.run(discover, args.url)
-    _write(yaml.safe_dump(tool_config(info, timeout=args.timeout), sort_keys=False, allow_unicode=True), args.output)
-    return 0
-
-
-def _mcp(args: argparse.Namespace) -> int:
-    episode = args.episode
-    if args.seed is not None and not args.task:
-        from openenv_mcp.errors import ConfigError
-
-        raise ConfigError("--seed is the seed of the episode --task opens: give --task too")
-    if args.task:
-        from openenv_mcp.client import EnvClient
-
-        with EnvClient(args.url) as client:
-            episode = client.reset(task_id=args.task, seed=args.seed).episode_id
-            client.episode_id = None  # the episode stays open for the config's user; they close it
-    _write(json.dumps(mcp_config(args.url, name=args.name, episode_id=episode), indent=2) + "\n", args.output)
-    return 0
-
-
-def _write(text: str, output: str | None) -> None:
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.email.backends import MailBackend
+from openenv_mcp.servers.email.generator import load_all
 from openenv_mcp.servers.email.prod import ProdMailbox
 from openenv_mcp.servers.email.settings import EmailSettings
 from openenv_mcp.servers.email.sim import SimMailbox
-from openenv_mcp.servers.email.tasks import EmailTask, grade, load_tasks, solve
+from openenv_mcp.servers.email.tasks import EmailTask, grade, solve
 from openenv_mcp.servers.email.tools import tools
 
 __all__ = ["environment"]
@@ -24,7 +25,7 @@ environment: Environment[MailBackend, EmailTask] = Environment(
         "messages; send_email, reply_email and forward_email to act on them. Tasks are graded on what is sent."
     ),
     tools=tools,
-    tasks=load_tasks,
+    tasks=load_all,
     settings=EmailSettings,
     sim_backend=SimMailbox.open,
     prod_backend=ProdMailbox.open,

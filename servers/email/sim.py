@@ -13,18 +13,20 @@ import datetime as dt
 import functools
 import json
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from openenv_mcp import Task, ToolFailed
+from openenv_mcp.models import construct
 from openenv_mcp.servers.email.backends import Query, folder_order, split_id
 from openenv_mcp.servers.email.drafts import Draft, format_address
 from openenv_mcp.servers.email.mime import BODY_LIMIT, cap_body
 from openenv_mcp.servers.email.models import Attachment, Folder, Message, MessageList, MessageSummary, SentMessage
 from openenv_mcp.servers.email.settings import EmailSettings
 
-__all__ = ["Fixture", "SimMailbox", "fixture"]
+__all__ = ["Fixture", "Scenario", "SimMailbox", "fixture", "mailbox_of"]
 
 SENT = "Sent"
 
@@ -43,6 +45,12 @@ class Stored:
         summary = MessageSummary.model_validate(message.model_dump(include=set(MessageSummary.model_fields)))
         haystack = "\n".join((message.subject, message.from_, message.body)).casefold()
         return cls(message, summary, haystack, message.from_.casefold())
+
+    def relabel(self, message_id: str) -> Stored:
+        """This message under another tool id (its UID moved when scenario messages were filed before it)."""
+        message = construct(Message, **{**self.message.__dict__, "id": message_id})
+        summary = construct(MessageSummary, **{**self.summary.__dict__, "id": message_id})
+        return Stored(message, summary, self.haystack, self.sender)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,44 +76,103 @@ def _raw() -> dict[str, Any]:
 def fixture() -> Fixture:
     """The shipped mailbox, parsed once."""
     raw = _raw()
+    folders: dict[str, list[Stored]] = {name: [] for name in raw["folders"]}
+    unread: set[str] = set()
+    for m in raw["messages"]:
+        stored = Stored.of(_message(m, f"{m['folder']}/{m['uid']}"))
+        folders[m["folder"]].append(stored)
+        if m["unread"]:
+            unread.add(stored.message.id)
+    return _assemble(raw, {name: tuple(stored) for name, stored in folders.items()}, unread)
+
+
+def _message(m: dict[str, Any], message_id: str) -> Message:
+    """One raw message (``data/mailbox.json``'s shape) as the tools show it, with its tool id."""
 
     def person(p: dict[str, str]) -> str:
         return format_address(p["name"], p["address"])
 
-    folders: dict[str, list[Stored]] = {name: [] for name in raw["folders"]}
-    unread: set[str] = set()
-    for m in raw["messages"]:
-        message_id = f"{m['folder']}/{m['uid']}"
-        attachments = [Attachment(**a) for a in m["attachments"]]
-        message = Message(
-            id=message_id,
-            folder=m["folder"],
-            from_=person(m["from"]),
-            to=[person(p) for p in m["to"]],
-            cc=[person(p) for p in m["cc"]],
-            reply_to=[person(m["reply_to"])] if m["reply_to"] else [],
-            subject=m["subject"],
-            date=dt.datetime.fromisoformat(m["date"].replace("Z", "+00:00")),
-            unread=False,
-            has_attachments=bool(attachments),
-            message_id=m["message_id"],
-            in_reply_to=m["in_reply_to"],
-            references=m["references"],
-            body=m["body"],
-            attachments=attachments,
-        )
-        folders[m["folder"]].append(Stored.of(message))
-        if m["unread"]:
-            unread.add(message_id)
+    attachments = [Attachment(**a) for a in m["attachments"]]
+    return Message(
+        id=message_id,
+        folder=m["folder"],
+        from_=person(m["from"]),
+        to=[person(p) for p in m["to"]],
+        cc=[person(p) for p in m["cc"]],
+        reply_to=[person(m["reply_to"])] if m["reply_to"] else [],
+        subject=m["subject"],
+        date=dt.datetime.fromisoformat(m["date"].replace("Z", "+00:00")),
+        unread=False,
+        has_attachments=bool(attachments),
+        message_id=m["message_id"],
+        in_reply_to=m["in_reply_to"],
+        references=m["references"],
+        body=m["body"],
+        attachments=attachments,
+    )
+
+
+def _assemble(raw: dict[str, Any], folders: dict[str, tuple[Stored, ...]], unread: set[str]) -> Fixture:
     by_message_id = {s.message.message_id: s.message for f in folders.values() for s in f if s.message.message_id}
     return Fixture(
         owner_name=raw["owner"]["name"],
         owner=raw["owner"]["address"],
         now=dt.datetime.fromisoformat(raw["now"].replace("Z", "+00:00")),
-        folders={name: tuple(folders[name]) for name in sorted(folders, key=folder_order)},
+        folders={name: folders[name] for name in sorted(folders, key=folder_order)},
         unread=frozenset(unread),
         by_message_id=by_message_id,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """Messages a task adds to the shipped mailbox: ``key`` names them (a task id), ``messages`` builds them.
+
+    ``messages`` returns raw messages in ``data/mailbox.json``'s shape without a ``uid``; it is called when an
+    episode of the task first opens (and again after the cache lets it go), never at load time, and must
+    return the same messages every time: a task's mailbox is a function of the task alone.
+    """
+
+    key: str
+    messages: Callable[[], Sequence[dict[str, Any]]]
+
+
+def mailbox_of(scenario: Scenario | None) -> Fixture:
+    """The mailbox a task starts from: the shipped one, or the shipped one with the scenario's messages filed in."""
+    return fixture() if scenario is None else _with_scenario(scenario.key, scenario.messages)
+
+
+@functools.lru_cache(maxsize=256)
+def _with_scenario(key: str, build: Callable[[], Sequence[dict[str, Any]]]) -> Fixture:
+    """The shipped mailbox plus ``build()``'s messages: each folder's messages in date order get UIDs 1, 2, ...
+    (as an IMAP server seeded in that order would assign them), so a scenario message's id says nothing about
+    it. Shipped messages whose UID is unchanged are shared with the fixture; the others are relabelled."""
+    base, raw = fixture(), _raw()
+    added: dict[str, list[tuple[dt.datetime, dict[str, Any]]]] = {}
+    for m in build():
+        added.setdefault(m["folder"], []).append((dt.datetime.fromisoformat(m["date"].replace("Z", "+00:00")), m))
+    folders = dict(base.folders)
+    unread = set(base.unread)
+    for name, extra in added.items():
+        merged: list[tuple[dt.datetime, int, Stored | dict[str, Any]]] = [
+            (s.message.date or base.now, 0, s) for s in base.folders.get(name, ())
+        ]
+        merged += [(date, 1, m) for date, m in extra]
+        merged.sort(key=lambda item: (item[0], item[1]))
+        stored: list[Stored] = []
+        for uid, (_, _, item) in enumerate(merged, start=1):
+            message_id = f"{name}/{uid}"
+            if isinstance(item, Stored):
+                stored.append(item if item.message.id == message_id else item.relabel(message_id))
+                if item.message.id in base.unread:
+                    unread.discard(item.message.id)
+                    unread.add(message_id)
+            else:
+                stored.append(Stored.of(_message(item, message_id)))
+                if item["unread"]:
+                    unread.add(message_id)
+        folders[name] = tuple(stored)
+    return _assemble(raw, folders, unread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +187,8 @@ class SimMailbox:
     """One episode's mailbox: the fixture plus what the episode did (read flags, sent mail)."""
 
     def __init__(self, task: Task, seed: int, settings: EmailSettings) -> None:
-        base = fixture()
+        scenario = getattr(task, "scenario", None)  # an EmailTask's (tasks.py builds on this module)
+        base = mailbox_of(scenario if isinstance(scenario, Scenario) else None)
         self._fixture = base
         self._task_id = task.id
         self._seed = seed

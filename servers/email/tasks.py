@@ -22,7 +22,9 @@ Score of one expected message (0-1), a weighted sum of three parts:
   not being a reply or forward, half for the share of required subject words present;
 - facts (0.5): the share of required facts found in the text the agent wrote (the body, or a
   forward's note); a fact is a list of accepted spellings ("14:00", "2pm", ...), matched as
-  whole words, case-insensitively.
+  whole words, case-insensitively. A task may also list values to ``avoid`` (the distractors'
+  values: another invoice's amount, a superseded date): a text that states any of them scores
+  0 for facts, so naming every candidate is never better than naming the right one.
 
 When a task lists no facts the weights are 0.4 recipients and 0.6 form.
 
@@ -38,6 +40,7 @@ lists some), ``attempted`` (the share of expected messages attempted) and ``extr
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -49,9 +52,19 @@ from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 from openenv_mcp.servers.email.backends import MailBackend
 from openenv_mcp.servers.email.drafts import Draft, subject_base
 from openenv_mcp.servers.email.models import Message
-from openenv_mcp.servers.email.sim import SimMailbox, fixture
+from openenv_mcp.servers.email.sim import Scenario, SimMailbox, fixture, mailbox_of
 
-__all__ = ["EXTRA_PENALTY", "EmailTask", "Expectation", "assess", "grade", "load_tasks", "score", "solve"]
+__all__ = [
+    "EXTRA_PENALTY",
+    "EmailTask",
+    "Expectation",
+    "assess",
+    "common_tail",
+    "grade",
+    "load_tasks",
+    "score",
+    "solve",
+]
 
 EXTRA_PENALTY = 0.2
 SENDING_TOOLS = frozenset({"send_email", "reply_email", "forward_email"})
@@ -72,29 +85,39 @@ class Expectation:
     targets: tuple[str, ...] = ()
     facts: tuple[tuple[str, ...], ...] = ()
     subject: tuple[tuple[str, ...], ...] = ()
+    avoid: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class EmailTask(Task):
-    """A task prompt and the messages that solve it."""
+    """A task prompt and the messages that solve it; a generated task also carries the scenario messages its
+    mailbox adds to the shipped one (see :mod:`.generator`)."""
 
     expect: tuple[Expectation, ...] = ()
+    scenario: Scenario | None = None
+
+
+@functools.cache
+def common_tail() -> str:
+    """What every task's prompt ends with: who you are, today's date, the tools, and that sent mail is graded."""
+    mailbox = fixture()
+    today = mailbox.now.strftime("%A %d %B %Y").replace(" 0", " ")
+    return _HOW.format(name=mailbox.owner_name, address=mailbox.owner, today=today)
 
 
 def load_tasks() -> TaskSet:
-    """The shipped tasks (``data/tasks.json``) in their train and test splits."""
+    """The hand-written tasks (``data/tasks.json``) in their train and test splits (the environment serves these
+    and the generated ones: :func:`.generator.load_all`)."""
     raw = json.loads(
         resources.files("openenv_mcp.servers.email").joinpath("data/tasks.json").read_text(encoding="utf-8")
     )
-    mailbox = fixture()
-    how = _HOW.format(
-        name=mailbox.owner_name, address=mailbox.owner, today=mailbox.now.strftime("%A %d %B %Y").replace(" 0", " ")
-    )
+    how = common_tail()
     return TaskSet(
         EmailTask(
             id=t["id"],
             split=t["split"],
             prompt=t["prompt"] + how,
+            difficulty=t["difficulty"],
             expect=tuple(
                 Expectation(
                     kind=e["kind"],
@@ -102,6 +125,7 @@ def load_tasks() -> TaskSet:
                     targets=tuple(e.get("targets", ())),
                     facts=tuple(tuple(f) for f in e.get("facts", ())),
                     subject=tuple(tuple(s) for s in e.get("subject", ())),
+                    avoid=tuple(tuple(a) for a in e.get("avoid", ())),
                 )
                 for e in t["expect"]
             ),
@@ -115,9 +139,10 @@ def solve(task: EmailTask) -> list[tuple[str, dict[str, Any]]]:
     concerns (if any), then send it with the right recipients, form and the first spelling of every fact.
 
     A reply answers the thread's latest message (to all when the task expects several people); a forward
-    forwards its message with the facts as its note; a new message's subject is its required words.
+    forwards its message with the facts as its note; a new message's subject is its required words. It needs
+    only the task: a task's mailbox is a function of the task (never of the episode's seed).
     """
-    mailbox = fixture()
+    mailbox = mailbox_of(task.scenario)
     sign = mailbox.owner_name.split()[0]
     calls: list[tuple[str, dict[str, Any]]] = []
     for e in task.expect:
@@ -228,7 +253,10 @@ def _parts(e: Expectation, draft: Draft, messages: Mapping[str, Message]) -> tup
     else:
         fresh = draft.in_reply_to is None and draft.forward_of is None
         form = 0.5 * fresh + 0.5 * _share(e.subject, draft.subject)
-    return recipients, float(form), _share(e.facts, draft.text)
+    facts = _share(e.facts, draft.text)
+    if e.avoid and _share(e.avoid, draft.text) > 0:
+        facts = 0.0  # a distractor's value stated: a guess among candidates earns no facts
+    return recipients, float(form), facts
 
 
 def _prefixed(subject: str, prefix: str) -> bool:

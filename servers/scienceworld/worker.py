@@ -76,15 +76,15 @@ class World:
             actions = list(self.env.get_gold_action_sequence())
             self.env.load(task, variation, "", False)
             self.env.reset()
-            score, done = 0, False
+            score, done, played = 0, False, 0
             for action in actions:
                 _, _, done, info = self.env.step(action)
-                score = info["score"]
+                score, played = info["score"], played + 1
                 if done:
                     break
             if done and score == 100:
                 self.loaded = False
-                return actions, True
+                return actions[:played], True  # the path ends where the task does (some end with a spare 'wait')
         self.loaded = False
         return actions, False
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.search.backends import SearchBackend, SqliteSearchBackend, open_prod_backend
+from openenv_mcp.servers.search.generator import load_tasks
 from openenv_mcp.servers.search.settings import SearchSettings
-from openenv_mcp.servers.search.tasks import SearchTask, grade, load_tasks, solve
+from openenv_mcp.servers.search.tasks import SearchTask, grade, solve
 from openenv_mcp.servers.search.tools import tools
 
 __all__ = ["environment"]

@@ -17,22 +17,27 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from openenv_mcp import Task, TaskSet
+from openenv_mcp import Task
 from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 
 __all__ = [
+    "HOW",
+    "TIERS",
     "SearchTask",
     "best_f1",
     "exact_match",
     "grade",
-    "load_tasks",
+    "hand_written",
     "normalize_answer",
     "score_answer",
     "solve",
     "token_f1",
 ]
 
-_HOW = (
+TIERS = {1: "easy", 2: "medium", 3: "hard"}
+"""Difficulty by the number of articles a question needs."""
+
+HOW = (
     "\n\nFind the answer in the document collection: search it (optionally filtered by category and date), "
     "read documents with fetch, then call submit_answer with just the answer (a name, a number or a year)."
 )
@@ -40,33 +45,42 @@ _HOW = (
 
 @dataclass(frozen=True, slots=True)
 class SearchTask(Task):
-    """A question and its gold answers (the first is canonical, the rest accepted aliases)."""
+    """A question, its gold answers (the first is canonical, the rest accepted aliases), the articles that hold the
+    answer (``evidence``), per hop a query that finds its article and that article (``hops``), and the template the
+    question comes from (``hand-written`` for ``data/tasks.json``)."""
 
     answers: tuple[str, ...] = ()
     evidence: tuple[str, ...] = field(default=())
+    hops: tuple[tuple[str, str], ...] = ()
+    family: str = "hand-written"
 
 
-def load_tasks() -> TaskSet:
-    """The shipped tasks (``data/tasks.json``, written by ``data/generate.py``) in train and test splits."""
+def hand_written() -> list[SearchTask]:
+    """The hand-written tasks (``data/tasks.json``, written by ``data/generate.py``) with their ids and splits; one
+    article is easy, two are medium."""
     raw = json.loads(
         resources.files("openenv_mcp.servers.search").joinpath("data/tasks.json").read_text(encoding="utf-8")
     )
-    return TaskSet(
+    return [
         SearchTask(
             id=t["id"],
             split=t["split"],
-            prompt=t["question"] + _HOW,
+            prompt=t["question"] + HOW,
+            difficulty=TIERS[len(t["hops"])],
             answers=tuple(t["answers"]),
             evidence=tuple(t["evidence"]),
+            hops=tuple((hop["query"], hop["doc_id"]) for hop in t["hops"]),
         )
         for t in raw
-    )
+    ]
 
 
 def solve(task: SearchTask) -> list[tuple[str, dict[str, Any]]]:
-    """The reference solution: search for the question, read the evidence, submit the gold answer."""
-    calls: list[tuple[str, dict[str, Any]]] = [("search", {"query": task.prompt[:500]})]
-    calls += [("fetch", {"doc_id": doc_id}) for doc_id in task.evidence[:1]]
+    """The reference solution, through the tools: per hop, search with its query and fetch its article; then submit
+    the gold answer."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for query, doc_id in task.hops:
+        calls += [("search", {"query": query}), ("fetch", {"doc_id": doc_id})]
     return [*calls, ("submit_answer", {"answer": task.answers[0]})]
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
+from openenv_mcp.servers.sql.generator import load_tasks
 from openenv_mcp.servers.sql.settings import SqlSettings
-from openenv_mcp.servers.sql.tasks import SqlTask, grade, load_tasks, solve
+from openenv_mcp.servers.sql.tasks import SqlTask, grade, solve
 from openenv_mcp.servers.sql.tools import tools
 
 __all__ = ["environment"]

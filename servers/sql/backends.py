@@ -32,7 +32,7 @@ from openenv_mcp.servers.sql.settings import SqlSettings
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine  # prod only: the sim server starts without it
 
-__all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_sql"]
+__all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_database", "fixture_sql"]
 
 T = TypeVar("T")
 
@@ -107,6 +107,12 @@ def _fixture() -> tuple[sqlite3.Connection, str | None]:
     conn.execute("PRAGMA page_size = 1024")
     conn.executescript(fixture_sql())
     return conn, f"file:{name}?vfs=memdb&mode=ro&cache=shared" if name else None
+
+
+def fixture_database() -> sqlite3.Connection:
+    """The process's one in-memory copy of the fixture (see ``_fixture``), for reading only: every episode's
+    connection reads the same pages, so nothing may write through this one."""
+    return _fixture()[0]
 
 
 # SQLite authorizer action codes allowed for queries; everything else is denied.

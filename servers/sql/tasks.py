@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from openenv_mcp import Task, TaskSet
+from openenv_mcp import Task
 from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.sql.backends import SqlBackend
 from openenv_mcp.servers.sql.models import Cell
 
-__all__ = ["SqlTask", "grade", "load_tasks", "score_rows", "solve"]
+__all__ = ["HOW", "SqlTask", "exact_rows", "grade", "hand_written", "row_f1", "score_rows", "solve"]
 
-_HOW = (
+HOW = (
     "\n\nExplore the database with list_tables, describe_table and run_query, then call submit_answer "
     "with the SQL query that returns the answer (or the rows themselves)."
 )
@@ -28,19 +28,28 @@ _HOW = (
 
 @dataclass(frozen=True, slots=True)
 class SqlTask(Task):
-    """A question, the gold SQL that answers it, and whether row order matters."""
+    """A question, the gold SQL that answers it, whether row order matters, and the family it comes from
+    (``hand-written`` for the tasks of ``data/tasks.json``)."""
 
     gold_sql: str = ""
     ordered: bool = False
+    family: str = "hand-written"
 
 
-def load_tasks() -> TaskSet:
-    """The shipped tasks (``data/tasks.json``) in their train and test splits."""
+def hand_written() -> list[SqlTask]:
+    """The hand-written tasks (``data/tasks.json``), with their ids, splits and difficulties."""
     raw = json.loads(resources.files("openenv_mcp.servers.sql").joinpath("data/tasks.json").read_text(encoding="utf-8"))
-    return TaskSet(
-        SqlTask(id=t["id"], split=t["split"], prompt=t["question"] + _HOW, gold_sql=t["gold_sql"], ordered=t["ordered"])
+    return [
+        SqlTask(
+            id=t["id"],
+            split=t["split"],
+            prompt=t["question"] + HOW,
+            difficulty=t["difficulty"],
+            gold_sql=t["gold_sql"],
+            ordered=t["ordered"],
+        )
         for t in raw
-    )
+    ]
 
 
 _gold: dict[str, list[list[Cell]]] = {}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from openenv_mcp.servers.sql import environment as sql
 from tests.support import LiveServer
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -18,9 +19,9 @@ CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 HALF_RIGHT = """
 from pathlib import Path
 
-from openenv_mcp.servers.sql.tasks import load_tasks
+from openenv_mcp.servers.sql import environment
 
-TASKS = load_tasks()
+TASKS = environment.tasks()
 
 
 async def policy(episode):
@@ -87,31 +88,46 @@ def test_a_different_run_in_the_same_directory_is_refused(sim_server: LiveServer
     assert run_eval(workdir, sim_server.url, "-k", "2", "--task", "sql-024", "--restart").returncode == 0
 
 
-def test_the_scripted_policy_solves_the_shipped_tasks_and_the_report_stands_alone(workdir: Path) -> None:
-    done = run_eval(workdir, "sql", "-k", "2")
+def test_the_scripted_policy_solves_a_sample_of_every_tier_and_the_report_stands_alone(workdir: Path) -> None:
+    done = run_eval(workdir, "sql", "-k", "2", "--sample", "12", "--seed", "5")
     assert done.returncode == 0, done.stderr
     results = json.loads((workdir / "eval-results" / "results.json").read_text())
-    assert results["overall"]["tasks"] == 11 and results["overall"]["pass^k"]["2"] == 1.0
+    assert results["overall"]["tasks"] == 12 and results["overall"]["pass^k"]["2"] == 1.0
+    assert all(sql.tasks().get(task_id).split == "test" for task_id in results["run"]["tasks"])
+    tiers = results["tiers"]  # pass rates per difficulty: every tier is in the sample
+    assert list(tiers) == ["easy", "medium", "hard"] and sum(t["tasks"] for t in tiers.values()) == 12
+    assert all(t["pass^k"]["2"] == 1.0 and t["trials"] == 2 * t["tasks"] for t in tiers.values())
+    assert {t["difficulty"] for t in results["tasks"]} == set(tiers)
+    assert "  hard " in done.stdout  # the terminal table has a line per tier
     page = (workdir / "eval-results" / "report.html").read_text()
-    assert page.count("<svg") == 3 and page.count("<title>sql-") == 11  # one bar per task
+    assert page.count("<svg") == 3 and page.count("<title>sql-") == 12  # one bar per task
+    assert "<h2>Per difficulty</h2>" in page and page.count("<tr><td>hard</td>") == 1
     assert "src=" not in page and "href=" not in page and "<script" not in page
+    again = run_eval(workdir, "sql", "-k", "1", "--sample", "4", "--difficulty", "hard", "--restart")
+    assert again.returncode == 0, again.stderr
+    results = json.loads((workdir / "eval-results" / "results.json").read_text())
+    assert list(results["tiers"]) == ["hard"] and results["overall"]["tasks"] == 4
 
 
-@pytest.mark.parametrize(("name", "tasks"), [("email", 6), ("coding", 8), ("memory", 6)])
-def test_the_scripted_policy_solves_every_test_task_of_each_shipped_environment(
-    workdir: Path, name: str, tasks: int
+@pytest.mark.parametrize("name", ["email", "coding", "memory"])
+def test_the_scripted_policy_solves_a_sample_of_the_test_tasks_of_each_shipped_environment(
+    workdir: Path, name: str
 ) -> None:
-    done = run_eval(workdir, name, "-k", "1")  # the server started by name, in sim mode
+    # a seeded sample of every tier (every task is played by 'openenv-mcp tasks NAME --check --all' and each
+    # environment's own tests)
+    done = run_eval(workdir, name, "-k", "1", "--sample", "12", "--seed", "0")  # the server started by name, in sim
     assert done.returncode == 0, done.stderr
     results = json.loads((workdir / "eval-results" / "results.json").read_text())
     assert results["run"]["policy"] == "scripted"
     overall = results["overall"]
-    assert (overall["tasks"], overall["errors"], overall["pass^k"]["1"]) == (tasks, 0, 1.0), results["tasks"]
+    assert (overall["tasks"], overall["errors"], overall["pass^k"]["1"]) == (12, 0, 1.0), results["tasks"]
     assert all(t["rewards"] == [1.0] for t in results["tasks"])
 
 
 def test_unknown_split_or_task_is_a_clear_error(sim_server: LiveServer, workdir: Path) -> None:
     split = run_eval(workdir, sim_server.url, "--split", "dev")
-    assert split.returncode == 2 and "has no split 'dev'; splits: train, test" in split.stderr
+    assert split.returncode == 2 and "No split 'dev'; splits: train, test" in split.stderr
+    tier = run_eval(workdir, sim_server.url, "--difficulty", "brutal")
+    assert tier.returncode == 2 and "No difficulty 'brutal'; difficulties: easy, medium, hard" in tier.stderr
     task = run_eval(workdir, sim_server.url, "--task", "sql-001")
     assert task.returncode == 2 and "No task sql-001 in split 'test'" in task.stderr

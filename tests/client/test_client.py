@@ -78,3 +78,18 @@ def test_step_batch_through_the_client(sim_server: LiveServer) -> None:
     assert [item.ok for item in items] == [True, True, False]
     assert items[0].result is not None and items[0].result.reward == 1.0
     assert items[2].error is not None and items[2].error.code == "tool_not_found"
+
+
+@pytest.mark.anyio
+async def test_both_clients_list_tasks_by_split_difficulty_and_text_a_page_at_a_time(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as env:
+        page = env.tasks(split="test", difficulty="hard", offset=5, limit=10)
+        words = env.tasks(query="never placed an order", limit=3)
+    assert len(page.tasks) == 10 and page.offset == 5 and page.total > 15
+    assert {(t.split, t.difficulty) for t in page.tasks} == {("test", "hard")}
+    assert page.splits["test"] > page.total and set(page.difficulties) == {"easy", "medium", "hard"}
+    assert words.tasks and all("never placed an order" in t.prompt.casefold() for t in words.tasks)
+    async with AsyncEnvClient(sim_server.url) as env:
+        again = await env.tasks(split="test", difficulty="hard", offset=5, limit=10)
+        whole = await env.tasks(split="test", difficulty="hard")
+    assert again == page and whole.tasks[5:15] == page.tasks and len(whole.tasks) == whole.total == page.total

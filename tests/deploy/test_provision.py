@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from openenv_mcp.cli import main
 from openenv_mcp.deploy.providers import LocalServer
-from openenv_mcp.deploy.provision import main, provision_postgres
+from openenv_mcp.deploy.provision import provision_postgres
 from tests.support import PG_ADMIN_URL, require_service
 
 pytestmark = pytest.mark.prod
@@ -76,7 +77,18 @@ def test_a_failing_loader_fails_the_service_with_its_status(
     monkeypatch.setenv("PROVISION_ADMIN_URL", PG_ADMIN_URL)
     monkeypatch.setenv("PROVISION_READER_PASSWORD", "pw")
     status = main(
-        ["postgres", "--database", database, "--reader", reader, "--", sys.executable, "-c", "raise SystemExit(3)"]
+        [
+            "provision",
+            "postgres",
+            "--database",
+            database,
+            "--reader",
+            reader,
+            "--",
+            sys.executable,
+            "-c",
+            "raise SystemExit(3)",
+        ]
     )
     assert status == 1
     assert "failed with exit status 3" in capsys.readouterr().err
@@ -85,6 +97,6 @@ def test_a_failing_loader_fails_the_service_with_its_status(
 def test_missing_credentials_are_named(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROVISION_ADMIN_URL", raising=False)
     monkeypatch.delenv("PROVISION_READER_PASSWORD", raising=False)
-    assert main(["postgres", "--database", "x", "--reader", "y"]) == 1
+    assert main(["provision", "postgres", "--database", "x", "--reader", "y"]) == 1
     err = capsys.readouterr().err
     assert "set PROVISION_ADMIN_URL" in err and "set PROVISION_READER_PASSWORD" in err

@@ -118,9 +118,9 @@ def test_prod_bundles_postgresql_with_a_loader_and_a_read_only_role() -> None:
     assert services["sql"]["depends_on"] == ["sql-load"]
     loader = services["sql-load"]
     assert loader["image"] == services["sql"]["image"] == "registry.example/openenv-mcp:1"
-    assert loader["entrypoint"] == ["python", "-m", "openenv_mcp.deploy.provision"]
+    assert "entrypoint" not in loader, "the image's own: openenv-mcp under tini"
     assert loader["command"] == [
-        "postgres", "--database", "sql", "--reader", "sql_reader", "--",
+        "provision", "postgres", "--database", "sql", "--reader", "sql_reader", "--",
         "python", "-m", "openenv_mcp.servers.sql.load", "{url}",
     ]  # fmt: skip
     assert loader["depends_on"] == ["postgres"]

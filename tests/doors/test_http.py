@@ -169,12 +169,44 @@ def test_delete_closes_episode(client: httpx.Client) -> None:
     assert step(client, episode, "list_tables").status_code == 404
 
 
-def test_tasks_lists_splits_without_answers(client: httpx.Client) -> None:
+def test_tasks_lists_splits_and_difficulties_without_answers(client: httpx.Client) -> None:
     body = client.get("/tasks").json()
-    assert sum(body["splits"].values()) == len(body["tasks"]) >= 20
-    assert set(body["splits"]) == {"train", "test"}
+    assert sum(body["splits"].values()) == sum(body["difficulties"].values()) == len(body["tasks"]) == body["total"]
+    assert set(body["splits"]) == {"train", "test"} and {"easy", "medium", "hard"} <= set(body["difficulties"])
     assert all(set(task) == {"id", "split", "prompt", "difficulty"} for task in body["tasks"])
     assert {t["split"] for t in client.get("/tasks", params={"split": "test"}).json()["tasks"]} == {"test"}
+
+
+def test_tasks_filter_by_split_difficulty_and_text_and_come_in_pages(client: httpx.Client) -> None:
+    whole = client.get("/tasks", params={"split": "test", "difficulty": "hard"}).json()
+    assert {(t["split"], t["difficulty"]) for t in whole["tasks"]} == {("test", "hard")}
+    total = whole["total"]
+    assert total == len(whole["tasks"]) > 0 and whole["splits"]["test"] > total  # the counts are the whole set's
+    pages = [
+        client.get("/tasks", params={"split": "test", "difficulty": "hard", "offset": offset, "limit": 7}).json()
+        for offset in range(0, total, 7)
+    ]
+    assert [t for page in pages for t in page["tasks"]] == whole["tasks"]
+    assert {page["total"] for page in pages} == {total} and [page["offset"] for page in pages][:2] == [0, 7]
+    assert client.get("/tasks", params={"offset": 10**6}).json()["tasks"] == []
+    found = client.get("/tasks", params={"q": "SQL-03"}).json()  # id or prompt, any case
+    assert {"sql-030", "sql-031"} <= {t["id"] for t in found["tasks"]} and found["total"] == len(found["tasks"])
+    words = client.get("/tasks", params={"q": "never placed an order"}).json()["tasks"]
+    assert words and all("never placed an order" in t["prompt"].casefold() for t in words)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"split": "dev"}, "No split 'dev'; splits: train, test"),
+        ({"difficulty": "brutal"}, "No difficulty 'brutal'; difficulties: "),
+        ({"limit": 0}, "limit"),
+        ({"offset": -1}, "offset"),
+    ],
+)
+def test_bad_task_filters_are_clear_errors(client: httpx.Client, params: dict[str, object], message: str) -> None:
+    status, _, text = error_of(client.get("/tasks", params=params))
+    assert status == 400 and message in text
 
 
 def test_metrics_count_calls_by_tool_and_outcome(client: httpx.Client) -> None:

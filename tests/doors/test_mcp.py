@@ -1,10 +1,10 @@
-"""MCP through the official SDK client: Streamable HTTP and stdio, both modes, reward in _meta."""
+"""MCP through the official SDK client: Streamable HTTP and stdio, both modes, sessions that are episodes, rewards."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,7 +14,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.support import LiveServer
+from openenv_mcp.doors.mcp import PROMPTS_PAGE
+from openenv_mcp.servers.sql import environment
+from tests.support import LiveServer, live_server
 
 pytestmark = pytest.mark.anyio
 
@@ -30,12 +32,20 @@ async def http_client(server: LiveServer, episode: str | None = None, mode: str 
             yield client
 
 
+@pytest.fixture(scope="module")
+def rewarding_server() -> Iterator[LiveServer]:
+    """A sim server that also puts rewards in results' _meta (OPENENV_MCP_REWARD_META=true)."""
+    with live_server(environment, mode="sim", mcp_reward_meta=True) as server:
+        yield server
+
+
 def tools_as_json(result: Any) -> list[dict[str, Any]]:
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
-async def test_episode_header_binds_call_and_meta_carries_reward(sim_server: LiveServer, protocol: str) -> None:
+async def test_episode_header_binds_call_and_meta_carries_reward(rewarding_server: LiveServer, protocol: str) -> None:
+    sim_server = rewarding_server
     with httpx2.Client(base_url=sim_server.url) as http:
         episode = http.post("/reset", json={"task_id": "sql-001"}).json()["episode_id"]
     async with http_client(sim_server, episode, protocol) as client:
@@ -60,7 +70,19 @@ async def test_call_without_header_uses_the_default_episode(sim_server: LiveServ
     assert second.meta["openenv-mcp/step_count"] == first.meta["openenv-mcp/step_count"] + 1
 
 
-async def test_default_episode_starts_afresh_after_done(sim_server: LiveServer) -> None:
+async def test_rewards_stay_off_the_result_by_default_and_reach_the_trainer_by_state(sim_server: LiveServer) -> None:
+    with httpx2.Client(base_url=sim_server.url) as http:
+        episode = http.post("/reset", json={"task_id": "sql-001"}).json()["episode_id"]
+        async with http_client(sim_server, episode) as client:
+            answer = await client.call_tool("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"})
+        ours = {key: value for key, value in (answer.meta or {}).items() if key.startswith("openenv-mcp/")}
+        assert ours == {EPISODE: episode, "openenv-mcp/step_count": 1}  # what a model may be shown
+        state = http.get("/state", headers={"X-Episode-Id": episode}).json()  # the trainer's channel
+    assert (state["total_reward"], state["done"]) == (1.0, True)
+
+
+async def test_default_episode_starts_afresh_after_done(rewarding_server: LiveServer) -> None:
+    sim_server = rewarding_server
     async with http_client(sim_server) as client:
         done = await client.call_tool("submit_answer", {"rows": [[0]]})
         assert done.meta is not None and done.meta[DONE] is True
@@ -132,8 +154,16 @@ async def test_stdio_lists_and_calls_in_sim() -> None:
         tools = await client.list_tools()
         assert [t.name for t in tools.tools] == ["list_tables", "describe_table", "run_query", "submit_answer"]
         result = await client.call_tool("describe_table", {"table": "orders"})
-        assert result.meta is not None and result.meta[EPISODE] == "default"
+        again = await client.call_tool("list_tables", {})
         assert {c["name"] for c in result.structured_content["columns"]} >= {"order_id", "customer_id"}
+    async with Client(stdio_params("sim")) as other:
+        elsewhere = await other.call_tool("list_tables", {})
+    # the one client of a stdio server is a session: its own episode, not the shared default
+    mine = (result.meta or {})[EPISODE]
+    assert (
+        mine != "default" and (again.meta or {})[EPISODE] == mine and (again.meta or {})["openenv-mcp/step_count"] == 2
+    )
+    assert (elsewhere.meta or {})[EPISODE] not in (mine, "default")
 
 
 @pytest.mark.prod
@@ -144,18 +174,35 @@ async def test_stdio_serves_prod_from_postgres(pg_url: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
-async def test_sim_lists_its_tasks_as_prompts_and_get_opens_one(sim_server: LiveServer, protocol: str) -> None:
+async def test_sim_lists_its_tasks_as_prompts_in_pages_and_get_opens_one(sim_server: LiveServer, protocol: str) -> None:
     tasks = httpx2.get(f"{sim_server.url}/tasks").json()["tasks"]
+    assert len(tasks) > 2 * PROMPTS_PAGE  # so the listing takes three pages or more
     async with http_client(sim_server, mode=protocol) as client:
-        listed = await client.list_prompts()
-        assert sorted(p.name for p in listed.prompts) == sorted(t["id"] for t in tasks)
+        pages = [await client.list_prompts()]
+        while pages[-1].next_cursor is not None:
+            pages.append(await client.list_prompts(cursor=pages[-1].next_cursor))
+        assert [len(page.prompts) for page in pages[:-1]] == [PROMPTS_PAGE] * (len(pages) - 1)
+        listed = [prompt for page in pages for prompt in page.prompts]
+        assert [p.name for p in listed] == [t["id"] for t in tasks]  # each once, in the task list's order
+        hard = next(t for t in tasks if t["difficulty"] == "hard")
+        prompt = next(p for p in listed if p.name == hard["id"])
+        assert prompt.title == f"{hard['id']} ({hard['split']}, hard)"
+        assert prompt.meta == {"openenv-mcp/split": hard["split"], "openenv-mcp/difficulty": "hard"}
+        with pytest.raises(MCPError, match="Invalid cursor 'nope'"):
+            await client.list_prompts(cursor="nope")
         task = tasks[0]
         opened = await client.get_prompt(task["id"])
         episode = (opened.meta or {})["openenv-mcp/episode_id"]
         assert task["prompt"] in opened.messages[0].content.text  # type: ignore[union-attr]
+        with httpx2.Client(base_url=sim_server.url) as http:
+            state = http.get("/state", headers={"X-Episode-Id": episode}).json()
+        assert (state["task_id"], state["step_count"]) == (task["id"], 0)
     with httpx2.Client(base_url=sim_server.url) as http:
-        state = http.get("/state", headers={"X-Episode-Id": episode}).json()
-    assert (state["task_id"], state["step_count"]) == (task["id"], 0)
+        after = http.get("/state", headers={"X-Episode-Id": episode})
+    # a session's episode closes with the session; a sessionless client's stays open for it to send back
+    assert after.status_code == (404 if protocol == "legacy" else 200)
+    if protocol != "legacy":
+        await sim_server.runtime.close_episode(episode)
 
 
 async def test_the_episode_a_prompt_opened_is_the_sessions_own(sim_server: LiveServer) -> None:

@@ -28,7 +28,7 @@ installs_openenv = pytest.mark.timeout(600)  # the first use installs openenv (a
 CALLS = {  # a tool each server answers the same way every time, and its arguments
     "sql": ("list_tables", {}),
     "search": ("collection_info", {}),
-    "email": ("list_folders", {}),
+    "email": ("list_emails", {"folder": "Archive", "limit": 3}),  # every task's (generated ones add to INBOX)
     "coding": ("describe_sandbox", {}),
     "desktop": ("screenshot", {}),
 }

@@ -30,6 +30,7 @@ DRIVER = INTEROP / "ors_client.py"
 REQUIREMENTS = INTEROP / "ors-requirements.txt"
 CLIENT_VENV = Path(__file__).resolve().parents[2] / ".venv" / "ors-client"
 
+SPLITS = sql_environment.tasks().splits
 # a task and its gold SQL, from servers/sql/data/tasks.json
 GOLD = {"task_id": "sql-001", "split": "train", "gold_sql": "SELECT COUNT(*) FROM customers"}
 # 60 rows padded with runs of spaces: about 17,000 characters of JSON, so chunk cuts fall inside the runs
@@ -224,10 +225,10 @@ def ok(outcome: dict[str, Any]) -> Any:
 def test_reference_client_discovers_splits_tasks_and_tools(reference: dict[str, Any]) -> None:
     found = ok(reference["discovery"])
     assert found["splits"] == ["train", "test"]
-    assert [t["id"] for t in found["train"]][:2] == ["sql-001", "sql-002"] and len(found["train"]) == 23
-    assert all(set(t) == {"id", "split", "prompt"} for t in found["train"])  # never the gold answer
+    assert [t["id"] for t in found["train"]][:2] == ["sql-001", "sql-002"] and len(found["train"]) == SPLITS["train"]
+    assert all(set(t) == {"id", "split", "prompt", "difficulty"} for t in found["train"])  # never the gold answer
     assert found["env_names"] == ["sql"]
-    assert found["num_test"] == 11 and found["test_2"]["split"] == "test"
+    assert found["num_test"] == SPLITS["test"] and found["test_2"]["split"] == "test"
     assert found["last_two"] == [t["id"] for t in found["train"][-2:]]
     assert [t["name"] for t in found["tools"]] == ["list_tables", "describe_table", "run_query", "submit_answer"]
     run_query = next(t for t in found["tools"] if t["name"] == "run_query")
@@ -311,14 +312,14 @@ def test_discovery_routes_answer_at_the_spec_paths_and_the_bare_ones(client: htt
             {"name": "train", "type": "train"},
             {"name": "test", "type": "test"},
         ]
-        assert client.post(f"{prefix}/num_tasks", json={"split": "test"}).json() == {"num_tasks": 11}
+        assert client.post(f"{prefix}/num_tasks", json={"split": "test"}).json() == {"num_tasks": SPLITS["test"]}
         assert client.post(f"{prefix}/task", json={"split": "train", "index": 0}).json()["task"]["id"] == "sql-001"
         ranged = client.post(f"{prefix}/task_range", json={"split": "train", "start": 1, "stop": 3}).json()
         assert [t["id"] for t in ranged["tasks"]] == ["sql-002", "sql-003"] and ranged["env_name"] == "sql"
         assert set(client.get(f"{prefix}/tools").json()["tools"][0]) == {"name", "description", "input_schema"}
     # ORS's POST /tasks sits beside our GET /tasks
-    assert len(client.post("/tasks", json={"split": "train"}).json()["tasks"]) == 23
-    assert set(client.get("/tasks").json()) == {"tasks", "splits", "curriculum"}
+    assert len(client.post("/tasks", json={"split": "train"}).json()["tasks"]) == SPLITS["train"]
+    assert set(client.get("/tasks").json()) == {"tasks", "splits", "difficulties", "total", "offset", "curriculum"}
 
 
 def test_create_session_answers_sse_unless_json_is_asked_for(client: httpx.Client) -> None:
@@ -358,8 +359,9 @@ def test_ors_errors_say_what_to_do(client: httpx.Client) -> None:
     assert (status, code) == (404, "environment_not_found") and "'sql'" in message
     status, code, message = error_of(client.post("/sql/tasks", json={"split": "validation"}))
     assert (status, code) == (400, "episode_error") and "splits: train, test" in message
-    status, code, message = error_of(client.post("/sql/task", json={"split": "test", "index": 11}))
-    assert status == 400 and "0 to 10" in message
+    last = SPLITS["test"] - 1
+    status, code, message = error_of(client.post("/sql/task", json={"split": "test", "index": last + 1}))
+    assert status == 400 and f"0 to {last}" in message
     headers = {"X-Session-ID": "s-1"}
     both = {"split": "train", "index": 0, "task_spec": {"id": "sql-001"}}
     status, code, message = error_of(client.post("/create", headers=headers, json=both))

@@ -22,6 +22,7 @@ from PIL import Image
 from openenv_mcp import EnvClient
 from openenv_mcp.servers.sql import environment as sql
 from tests.support import IN_CI, free_port, live_server, wait_http
+from tests.support.sums import sum_tasks, sums_environment
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -83,6 +84,35 @@ def test_a_person_plays_an_sql_episode_to_reward_one(browser: Browser, tmp_path:
         page.click("#tool-run_query button.call")
         page.wait_for_selector("#log li[data-step='1']")
         assert page.locator("#log .observation.error").count() == 1
+        page.close()
+
+
+def test_the_task_picker_finds_one_task_among_five_thousand(browser: Browser) -> None:
+    tasks = sum_tasks(5000)
+    with live_server(sums_environment(tasks), mode="sim") as server:
+        page: Page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{server.url}/web")
+        page.wait_for_selector("#task-count[data-total='5000']", state="attached")
+        assert page.locator("#task option").count() == 101  # one page of tasks and "(drawn by the seed)"
+        assert "showing 100 of 5000 matching tasks" in page.inner_text("#task-count")
+        assert page.locator("#task-difficulty option").all_inner_texts() == [
+            "all",
+            "easy (1667)",
+            "medium (1667)",
+            "hard (1666)",
+        ]
+        page.fill("#task-search", "sum-04321")
+        page.wait_for_selector("#task-count[data-total='1']", state="attached")
+        page.select_option("#task", "sum-04321")
+        page.click("#reset")
+        page.wait_for_function("document.querySelector('#prompt').textContent.includes('What is 4321 + 8643?')")
+        page.fill("#task-search", "")
+        page.select_option("#task-split", "test")
+        page.select_option("#task-difficulty", "hard")
+        wanted = sum(1 for t in tasks if (t.split, t.difficulty) == ("test", "hard"))
+        page.wait_for_selector(f"#task-count[data-total='{wanted}']", state="attached")
+        shown = page.locator("#task option").all_inner_texts()[1:]
+        assert len(shown) == 100 and all(" · test · hard: " in text for text in shown)
         page.close()
 
 

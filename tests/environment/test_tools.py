@@ -48,7 +48,8 @@ def test_signature_and_docstring_become_the_input_schema() -> None:
     assert (dx["type"], dx["minimum"], dx["maximum"]) == ("integer", -5, 5)
     assert dx["description"] == "How far to move along x, between -5 and 5."
     assert tool.input_schema["properties"]["label"]["default"] == "p"
-    assert tool.input_schema["additionalProperties"] is False
+    assert "additionalProperties" not in tool.input_schema  # advertised without it; extras are still refused:
+    assert tool.validation_schema["additionalProperties"] is False
     assert tool.annotations == {"readOnlyHint": True}
 
 

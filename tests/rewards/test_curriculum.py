@@ -144,3 +144,45 @@ def test_a_curriculum_drives_a_trainer_dataset_from_the_task_list() -> None:
         curriculum.sample("test")
     with pytest.raises(ValueError, match="band"):
         Curriculum(tasks, band=(0.9, 0.1))
+
+
+def test_difficulty_is_the_prior_of_tasks_with_too_few_attempts() -> None:
+    tasks = [
+        TaskInfo(id=f"{tier}-{i}", split="train", prompt=f"{tier} {i}", difficulty=tier)
+        for tier in ("easy", "medium", "hard")
+        for i in range(10)
+    ]
+    curriculum = Curriculum(tasks, band=(0.2, 0.8), window=10, min_attempts=3, outside_weight=0.0, seed=0)
+    assert {curriculum.status(task.id) for task in tasks} == {"new"}  # nothing known yet: every task weighs 1
+    for _ in range(3):  # the policy solves the easy tasks it meets and none of the hard ones
+        curriculum.record("easy-0", 1.0)
+        curriculum.record("easy-1", 1.0)
+        curriculum.record("hard-0", 0.0)
+    assert (curriculum.tier_rate("easy"), curriculum.tier_rate("hard"), curriculum.tier_rate("medium")) == (
+        1.0,
+        0.0,
+        None,
+    )
+    assert curriculum.status("easy-5") == "too_easy" and curriculum.weight("easy-5") == 0.0  # never played: its tier
+    assert curriculum.status("hard-7") == "too_hard" and curriculum.rate("hard-7") is None
+    assert curriculum.status("medium-3") == "new" and curriculum.weight("medium-3") == 1.0
+    curriculum.record("easy-9", 0.0)
+    curriculum.record("easy-9", 0.0)  # its own outcomes weigh in as they come (and in its tier's: 6 of 8)
+    assert curriculum.tier_rate("easy") == 0.75 and curriculum.estimate("easy-9") == pytest.approx((0 + 0 + 0.75) / 3)
+    assert curriculum.status("easy-9") == "learning"
+    drawn = Counter(curriculum.sample("train").id for _ in range(300))
+    assert {task.split("-")[0] for task in drawn} == {"medium", "easy"} and "easy-9" in drawn
+    progress = {p.task_id: p for p in curriculum.state().tasks}
+    assert (progress["easy-5"].estimated_success_rate, progress["easy-5"].difficulty) == (0.75, "easy")
+    assert progress["easy-5"].recent_success_rate is None and progress["medium-3"].estimated_success_rate is None
+
+
+def test_a_tiers_prior_follows_the_recent_window_only() -> None:
+    tasks = [TaskInfo(id=f"t{i}", split="train", prompt=str(i), difficulty="hard") for i in range(3)]
+    curriculum = Curriculum(tasks, window=3, min_attempts=3)
+    for reward in (1.0, 1.0, 1.0, 0.0, 0.0, 0.0):
+        curriculum.record("t0", reward)
+    assert curriculum.tier_rate("hard") == 0.0 and curriculum.status("t1") == "too_hard"  # the successes left
+    untiered = Curriculum([TaskInfo(id="x", split="train", prompt="x"), *tasks], min_attempts=1)
+    untiered.record("t0", 1.0)
+    assert untiered.status("x") == "new" and untiered.status("t2") == "too_easy"  # no tier, no prior

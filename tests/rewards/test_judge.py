@@ -163,7 +163,7 @@ def _judge_env(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def quiz_server(fake_judge: FakeJudge, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
     _judge_env(fake_judge, monkeypatch)
-    with live_server(QUIZ, mode="sim", trajectories="off") as server:
+    with live_server(QUIZ, mode="sim", trajectories="off", mcp_reward_meta=True) as server:
         yield server
 
 

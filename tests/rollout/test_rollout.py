@@ -28,6 +28,7 @@ from tests.support.buggy_env import buggy
 from tests.support.model import TASKS, ScriptedModel, expected_reward, gold
 
 pytestmark = pytest.mark.anyio
+FAILING = TASKS.pick(task_id=None, split=None, seed=101).id  # the task the scripted model fails on (answers 500)
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 
 
@@ -38,7 +39,7 @@ async def gold_policy(episode: RolloutEpisode) -> None:
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[tuple[str, ScriptedModel]]:
-    scripted = ScriptedModel(fail_task="sql-003")
+    scripted = ScriptedModel(fail_task=FAILING)
     with serve_app(scripted.app) as url:
         yield f"{url}/v1", scripted
 
@@ -66,13 +67,13 @@ async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards
     sql_server: LiveServer, model: tuple[str, ScriptedModel]
 ) -> None:
     base_url, scripted = model
-    seeds = [s for s in range(40) if TASKS.pick(task_id=None, split=None, seed=s).id != "sql-003"]
+    seeds = [s for s in range(40) if TASKS.pick(task_id=None, split=None, seed=s).id != FAILING]
     async with OpenAIPolicy(base_url=base_url, model="scripted", api_key="sk-test") as policy:
         one = await run_rollouts(sql_server.url, policy, episodes=1, seed=seeds[0])
         concurrent = await run_rollouts(sql_server.url, policy, episodes=12, concurrency=4, seed=100)
     [result] = one.results
     assert (result.reward, result.steps, result.done, result.error) == (expected_reward(seeds[0]), 2, True, None)
-    failing = {r.seed for r in concurrent.results if r.task_id == "sql-003"}
+    failing = {r.seed for r in concurrent.results if r.task_id == FAILING}
     assert [r.seed for r in concurrent.results] == list(range(100, 112))
     for result in concurrent.results:
         if result.seed in failing:
@@ -152,7 +153,7 @@ def test_rollout_cli_with_an_openai_compatible_model(sql_server: LiveServer, mod
         sql_server.url, "--policy", "openai", "--model", "scripted", "--base-url", base_url,
         "--episodes", "6", "--concurrency", "3", "--seed", "200", OPENAI_API_KEY="sk-env",
     )  # fmt: skip
-    failing = [s for s in seeds if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003"]
+    failing = [s for s in seeds if TASKS.pick(task_id=None, split=None, seed=s).id == FAILING]
     assert done.returncode == (1 if failing else 0), done.stderr
     rewards = [expected_reward(s) for s in seeds if s not in failing]
     assert summary_line(done.stdout, "episodes") == f"6 ({6 - len(failing)} ok, {len(failing)} errors)"
@@ -166,7 +167,7 @@ def test_rollout_cli_reports_a_failing_model_and_exits_1(
     sql_server: LiveServer, model: tuple[str, ScriptedModel]
 ) -> None:
     base_url, _ = model
-    seed = next(s for s in range(100) if TASKS.pick(task_id=None, split=None, seed=s).id == "sql-003")
+    seed = 101  # FAILING's seed
     done = rollout(
         sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--no-progress",
         "--episodes", "1", "--seed", str(seed),

@@ -55,7 +55,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(environment, mode="sim", max_episodes=64) as live:
+    with live_server(environment, mode="sim", max_episodes=64, mcp_reward_meta=True) as live:
         yield live
 
 

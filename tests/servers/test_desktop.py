@@ -55,7 +55,7 @@ def x11() -> None:
 
 @pytest.fixture(scope="module")
 def desktop(x11: None) -> Iterator[LiveServer]:
-    with live_server(environment, mode="sim", max_episodes=16) as server:
+    with live_server(environment, mode="sim", max_episodes=16, mcp_reward_meta=True) as server:
         yield server
 
 

@@ -45,11 +45,12 @@ TASKS = json.loads(resources.files("openenv_mcp.servers.email").joinpath("data/t
 MAILBOX = fixture()
 OWNER = MAILBOX.owner
 SENDING = {"send_email", "reply_email", "forward_email"}
+SHIPPED = "email-001"  # a hand-written task: its mailbox is the shipped one as it is (a generated task adds to it)
 
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[LiveServer]:
-    with live_server(environment, mode="sim", max_episodes=64) as server:
+    with live_server(environment, mode="sim", max_episodes=64, mcp_reward_meta=True) as server:
         yield server
 
 
@@ -202,7 +203,7 @@ def test_score_gives_documented_partial_credit() -> None:
 
 def test_list_folders_counts_messages_and_unread(sim: LiveServer) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         folders = call(env, "list_folders")["folders"]
     assert folders == [
         {"name": "INBOX", "total": 38, "unread": 17},
@@ -214,7 +215,7 @@ def test_list_folders_counts_messages_and_unread(sim: LiveServer) -> None:
 
 def test_list_emails_filters_and_orders_newest_first(sim: LiveServer) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         inbox = call(env, "list_emails", limit=100)
         assert inbox["matched"] == 38 and len(inbox["messages"]) == 38
         dates = [m["date"] for m in inbox["messages"]]
@@ -239,7 +240,7 @@ def test_list_emails_filters_and_orders_newest_first(sim: LiveServer) -> None:
 
 def test_read_email_returns_the_whole_message_and_marks_it_read(sim: LiveServer) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         message = call(env, "read_email", message_id="INBOX/19")
         assert message["subject"] == "Order #58213 arrived damaged"
         assert message["from"] == "Omar Haddad <omar.haddad@contoso.example>"
@@ -259,7 +260,7 @@ def test_read_email_returns_the_whole_message_and_marks_it_read(sim: LiveServer)
 
 def test_search_emails_matches_every_word_in_subject_sender_or_body(sim: LiveServer) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         invoices = call(env, "search_emails", query="invoice", limit=100)
         subjects = {m["subject"] for m in invoices["messages"]}
         assert "Invoice 7734 – office supplies" in subjects and "Invoice 7519 – office supplies" in subjects
@@ -355,7 +356,7 @@ def test_bad_references_are_tool_errors_that_say_what_to_do(
     sim: LiveServer, name: str, arguments: dict[str, Any], message: str
 ) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         assert message in refused(env, name, **arguments)
         assert env.state().step_count == 1
 
@@ -376,7 +377,7 @@ def test_invalid_arguments_are_refused_before_anything_is_sent(
     sim: LiveServer, name: str, arguments: dict[str, Any], message: str
 ) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         with pytest.raises(InvalidToolArguments, match=message):
             env.step(name, arguments)
         assert env.state().step_count == 0
@@ -476,8 +477,8 @@ def test_the_same_seed_gives_the_same_task_mail_ids_and_dates(sim: LiveServer) -
 
 def test_episodes_do_not_see_each_others_mail_or_read_flags(sim: LiveServer) -> None:
     with EnvClient(sim.url) as a, EnvClient(sim.url) as b:
-        a.reset(seed=5)
-        b.reset(seed=5)
+        a.reset(task_id=SHIPPED, seed=5)
+        b.reset(task_id=SHIPPED, seed=5)
         call(a, "send_email", to=["ana@example.com"], subject="zanzibar only in A", body="x")
         call(a, "read_email", message_id="INBOX/38")
         assert call(a, "list_emails", folder="Sent", limit=1)["messages"][0]["subject"] == "zanzibar only in A"
@@ -496,7 +497,7 @@ def test_mcp_calls_in_sim_carry_reward_and_done(sim: LiveServer) -> None:
         return listed, sent
 
     listed, sent = anyio.run(run)
-    assert not listed.is_error and listed.structured_content["matched"] == 38
+    assert not listed.is_error and listed.structured_content["matched"] >= 38  # the shipped 38, and the task's own
     assert sent.meta["openenv-mcp/reward"] == 0.0 and sent.structured_content["id"].startswith("Sent/")
 
 
@@ -606,7 +607,7 @@ READ_ONLY_CALLS: list[tuple[str, dict[str, Any]]] = [
 @pytest.mark.prod
 def test_prod_reads_the_same_mailbox_as_sim(sim: LiveServer, prod: LiveServer) -> None:
     with EnvClient(sim.url) as env:
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         for name, arguments in READ_ONLY_CALLS:
             expected = call(env, name, **arguments)
             assert ok(prod, name, **arguments) == expected, (name, arguments)
@@ -676,7 +677,7 @@ def test_prod_reply_and_forward_carry_thread_headers_and_attachments(
     assert body.get_content().replace("\r\n", "\n").startswith("Please pay.\n\n---------- Forwarded message")
 
     with EnvClient(sim.url) as env:  # the same calls in sim send the same headers
-        env.reset(seed=1)
+        env.reset(task_id=SHIPPED, seed=1)
         sim_answer = call(
             env, "reply_email", message_id="INBOX/18", body="Thursday 14:00 is confirmed.", reply_all=True
         )

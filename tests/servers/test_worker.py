@@ -57,7 +57,7 @@ def test_a_dockergym_worker_plays_to_its_own_reward_over_http(counter: LiveServe
 
 
 @pytest.mark.anyio
-async def test_the_same_world_over_mcp_with_reward_in_meta(counter: LiveServer) -> None:
+async def test_the_same_world_over_mcp_earns_the_same_reward(counter: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=counter.url) as http:
         episode = (await http.post("/reset", json={"task_id": "count-3"})).json()["episode_id"]
     async with (
@@ -70,7 +70,9 @@ async def test_the_same_world_over_mcp_with_reward_in_meta(counter: LiveServer) 
         await client.call_tool("act", {"action": "add 1"})
         answer = await client.call_tool("act", {"action": "add 2"})
     assert answer.structured_content is not None and answer.structured_content["observation"] == "The counter shows 3."
-    assert answer.meta is not None and answer.meta["openenv-mcp/reward"] == 1.0 and answer.meta["openenv-mcp/done"]
+    async with httpx.AsyncClient(base_url=counter.url) as http:
+        state = (await http.get("/state", headers={"X-Episode-Id": episode})).json()
+    assert (state["step_count"], state["total_reward"], state["done"]) == (2, 1.0, True)
 
 
 def test_a_worker_started_ahead_takes_episode_after_episode(counter: LiveServer) -> None:
@@ -108,7 +110,7 @@ def test_the_counter_world_passes_the_determinism_audit_and_its_task_set_check(c
     tasks = [task for task in environment.tasks() if task.split != "probe"]
     report = check_task_set(environment, tasks=tasks)
     assert report.ok, (report.failures, report.problems)
-    assert report.played == 4 and report.counts == {"train": {"easy": 2}, "test": {"easy": 1, "hard": 1}}
+    assert report.played == 4 and report.counts == {"train": {"easy": 2}, "test": {"hard": 1, "medium": 1}}
 
 
 def test_eval_with_the_scripted_policy_solves_the_test_split(counter: LiveServer, tmp_path: Path) -> None:
@@ -124,17 +126,17 @@ def test_eval_with_the_scripted_policy_solves_the_test_split(counter: LiveServer
 
 def test_the_tasks_command_counts_the_set_and_plays_it(counter: LiveServer) -> None:
     counted = subprocess.run([*CLI, "tasks", "worker"], capture_output=True, text=True, timeout=60, check=False)
-    assert counted.returncode == 0 and "test          2  (easy 1, hard 1)" in counted.stdout, counted.stderr
+    assert counted.returncode == 0 and "worker: 5 tasks" in counted.stdout, counted.stderr
     checked = subprocess.run(
-        [*CLI, "tasks", "worker", "--check", "--all", "--split", "test"], capture_output=True, text=True, timeout=120,
-        check=False,
+        [*CLI, "tasks", "worker", "--check", "--all", "--split", "test", "--no-progress"], capture_output=True,
+        text=True, timeout=120, check=False,
     )  # fmt: skip
-    assert checked.returncode == 0 and "worker: played 2 of 2 tasks: ok" in checked.stdout, checked.stderr
+    assert checked.returncode == 0 and "ok: 2 references played, each to reward 1.0" in checked.stdout, checked.stdout
     unsolved = subprocess.run(
-        [*CLI, "tasks", "worker", "--check", "--split", "probe"], capture_output=True, text=True, timeout=120,
-        check=False,
+        [*CLI, "tasks", "worker", "--check", "--split", "probe", "--no-progress"], capture_output=True, text=True,
+        timeout=120, check=False,
     )  # fmt: skip
-    assert unsolved.returncode == 1 and "introspect: the reference earned 0 in 0 steps" in unsolved.stdout
+    assert unsolved.returncode == 1 and "introspect: the reference has no calls" in unsolved.stdout, unsolved.stdout
 
 
 # faults ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
+from tests.support import even_task
 
 __all__ = [
     "TASKS",
@@ -38,7 +39,7 @@ def gold(task_id: str) -> str:
 def expected_reward(seed: int) -> float:
     """What the scripted model earns: the gold answer on even-numbered tasks, nothing on odd ones."""
     task = TASKS.pick(task_id=None, split=None, seed=seed)
-    return 1.0 if int(task.id.split("-")[1]) % 2 == 0 else 0.0
+    return 1.0 if even_task(task.id) else 0.0
 
 
 class ScriptedModel:
@@ -73,7 +74,7 @@ class ScriptedModel:
             elif turn == 1:
                 message = call(turn, "list_tables", "{}")
             elif turn == 2:
-                sql = gold(task.id) if int(task.id.split("-")[1]) % 2 == 0 else WRONG
+                sql = gold(task.id) if even_task(task.id) else WRONG
                 message = call(turn, "submit_answer", json.dumps({"sql": sql}))
             else:
                 message = {"role": "assistant", "content": "I have answered."}

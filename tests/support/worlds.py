@@ -32,7 +32,7 @@ COUNTER_TASKS = [
         "difficulty": "hard",
         "solution": ["add 2", "add 2", "add 2", "add 2"],
     },
-    {"id": "count-6", "split": "test", "env_id": "count-to-6", "difficulty": "easy", "solution": ["add 2"] * 3},
+    {"id": "count-6", "split": "test", "env_id": "count-to-6", "difficulty": "medium", "solution": ["add 2"] * 3},
     {"id": "introspect", "split": "probe", "env_id": "count-to-5", "params": {"introspect": True}},
 ]
 

@@ -27,10 +27,11 @@ import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from openenv_mcp.environment.tasks import stratified_sample
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.servers.sql.tasks import SqlTask
 from openenv_mcp.trajectories import openai_tools
-from tests.support import LiveServer, free_port, live_server, peer_venv, serve_app
+from tests.support import LiveServer, even_task, free_port, live_server, peer_venv, serve_app
 from tests.support.model import reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,8 +48,8 @@ installs_atropos = pytest.mark.timeout(900)  # the first use installs Atropos (3
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled", "NO_PROXY": "127.0.0.1"}
 
 
-def even(task_id: str) -> bool:
-    return int(task_id.split("-")[1]) % 2 == 0
+even = even_task
+EVAL_TASKS = 12  # the evaluation plays a sample of the 289 test tasks, every difficulty in it
 
 
 def rewards_of_a_group(task_id: str) -> list[float]:
@@ -410,7 +411,7 @@ def test_groups_from_a_shared_prefix_are_forks_that_compare_continuations(
 
 
 @installs_atropos
-def test_the_example_evaluates_each_test_task_once(
+def test_the_example_evaluates_each_task_of_a_sample_of_the_test_split_once(
     atropos_python: Path,
     tokenizer: Path,
     sql_server: LiveServer,
@@ -421,13 +422,15 @@ def test_the_example_evaluates_each_test_task_once(
     evals = tmp_path / "evals"
     config = env_config(
         tmp_path, server=sql_server.url, model=model_url, api="http://127.0.0.1:9", tokenizer=tokenizer,
-        data_dir_to_save_evals=str(evals), seed=7,
+        data_dir_to_save_evals=str(evals), seed=7, eval_tasks=EVAL_TASKS,
     )  # fmt: skip
     log = tmp_path / "env.log"
     example = run_env(atropos_python, [str(ROOT / "examples" / "atropos_env.py")], "evaluate", config, log)
     assert stop(example, log, timeout=120) == 0, log.read_text()[-4000:]
 
-    test_ids = [t.id for t in TASKS if t.split == "test"]
+    sample = stratified_sample(TASKS.select(split="test"), EVAL_TASKS, seed=7, key=lambda t: t.difficulty or "-")
+    test_ids = [t.id for t in sample]
+    assert {t.difficulty for t in sample} == {"easy", "medium", "hard"}
     metrics = json.loads((evals / "metrics.json").read_text())["results"]["all"]
     expected = sum(1 for t in test_ids if even(t)) / len(test_ids)  # each task's first conversation: variant 0
     assert metrics["eval/mean_reward"] == pytest.approx(expected)

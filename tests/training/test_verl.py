@@ -40,7 +40,7 @@ def verl_python() -> Path:
 
 @pytest.fixture(scope="module")
 def sql_server() -> Iterator[LiveServer]:
-    with live_server(sql, mode="sim") as server:
+    with live_server(sql, mode="sim", mcp_reward_meta=True) as server:
         yield server
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from functools import partial
 
 from memory_env.backends import open_prod, open_sim
+from memory_env.generator import load_all
 from memory_env.settings import MemorySettings
-from memory_env.tasks import grade, load_tasks, solve
+from memory_env.tasks import grade, solve
 from memory_env.tools import tools
 from openenv_mcp import Environment, ProdService, Upstream
 
@@ -28,7 +29,7 @@ environment = Environment(
         "record, correct, move, link and forget facts."
     ),
     tools=tools,
-    tasks=load_tasks,
+    tasks=load_all,
     settings=MemorySettings,
     sim_backend=open_sim,
     prod_backend=partial(open_prod, declared=tools),  # prod checks the upstream lists exactly these tools

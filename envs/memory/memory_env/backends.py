@@ -144,8 +144,9 @@ _TRAITS = ["likes chess", "runs marathons", "plays the cello", "collects stamps"
 async def open_sim(task: Any, seed: int, settings: Any) -> SimMemory:
     """A fresh graph for one episode: the task's graph plus unrelated people drawn from ``seed``."""
     rng = random.Random(seed)
-    entities = copy.deepcopy(task.entities)
-    relations = copy.deepcopy(task.relations)
+    start_entities, start_relations = task.graph()
+    entities = copy.deepcopy(start_entities)
+    relations = copy.deepcopy(start_relations)
     taken = {e["name"] for e in entities} | task.mentions
     for name in rng.sample(_PEOPLE, k=min(settings.distractors, len(_PEOPLE))):
         if name in taken:

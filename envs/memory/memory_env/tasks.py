@@ -1,17 +1,27 @@
 """Tasks and the grade: keep a knowledge graph true to what the agent is told.
 
-Six kinds, four tasks each (three train, one test): record new facts, add an observation,
-move a relation, forget an entity, correct an observation, and link every employee of an
-organisation to a project (which needs reading the graph first). Each task lists goal checks
-on the resulting graph; the score is the fraction met, minus half the fraction of entities the
-episode destroyed that it was not asked to. Every goal check is false at the start, so an
-episode's total reward is its final score. Each step reports the two parts as named scores
-(``goals``, weight 1, and ``destroyed``, weight -0.5; see openenv-mcp's docs/rewards.md).
+The hand-written tasks: six kinds, four tasks each (three train, one test): record new facts, add an
+observation, move a relation, forget an entity, correct an observation, and link every employee of an
+organisation to a project (which needs reading the graph first). The generated ones (``generator.py``) add
+questions answered by writing into the graph and the same updates at many parameters, with look-alikes.
+
+Each task lists goal checks on the resulting graph; the score is the fraction met, minus half the fraction of
+entities the episode destroyed that it was not asked to, minus half the fraction of ``keep`` checks (facts about
+look-alikes that must survive) it broke. Every goal check is false at the start, so an episode's total reward
+is its final score. Each step reports the parts as named scores (``goals``, weight 1, ``destroyed``, weight -0.5,
+and for tasks with keep checks ``broken``, weight -0.5; see openenv-mcp's docs/rewards.md).
+
+Check kinds: ``entity``/``no_entity`` (a name, with its type), ``observation``/``no_observation`` (an entity's
+observation containing a text, case-insensitive), ``relation``/``no_relation``; ``answer``: the entity has exactly
+one observation starting with ``prefix`` and the rest of it is ``value`` (case and spaces aside), so a list of
+guesses fails; ``only``: every name in ``from`` has the relation ``type`` to ``to``, and nobody outside ``from``
+and ``also`` (those who had it at the start) does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memory_env.backends import Memory, SimMemory
@@ -22,14 +32,27 @@ __all__ = ["MemoryTask", "grade", "load_tasks", "parts", "score", "solve"]
 Check = dict[str, str]
 
 
+Graph = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryTask(Task):
-    """A task: the graph an episode starts from, and the checks its end state must pass."""
+    """A task: the graph an episode starts from, and the checks its end state must pass.
+
+    A generated task carries ``build`` instead of ``entities`` and ``relations``: it draws the task's graph again
+    when an episode opens (the same graph every time), so the task table holds no graphs.
+    """
 
     entities: list[dict[str, Any]] = field(default_factory=list)
     relations: list[dict[str, Any]] = field(default_factory=list)
     goals: list[Check] = field(default_factory=list)
     mentions: frozenset[str] = frozenset()
+    keep: list[Check] = field(default_factory=list)
+    build: Callable[[], Graph] | None = None
+
+    def graph(self) -> Graph:
+        """The entities and relations an episode starts from (before the sim's unrelated people)."""
+        return self.build() if self.build is not None else (self.entities, self.relations)
 
 
 _PEOPLE = ["Ada Park", "Ben Ortiz", "Carla Diaz", "Dev Patel", "Eva Rossi", "Femi Ade", "Gus Hale", "Hana Sato"]
@@ -168,8 +191,14 @@ def _build() -> list[MemoryTask]:
     return tasks
 
 
+TIERS = {"record": "medium", "observe": "easy", "move": "medium", "forget": "easy", "correct": "medium", "link": "hard"}
+"""The hand-written tasks' tiers, per kind: link reads the graph before four writes; observe and forget are one
+change; the others two to five."""
+
+
 def load_tasks() -> TaskSet:
-    return TaskSet(_build())
+    """The hand-written tasks (the environment serves these and the generated ones: ``generator.load_all``)."""
+    return TaskSet(replace(task, difficulty=TIERS[task.id.split("-")[0]]) for task in _build())
 
 
 def solve(task: MemoryTask) -> list[tuple[str, dict[str, Any]]]:
@@ -182,6 +211,8 @@ def solve(task: MemoryTask) -> list[tuple[str, dict[str, Any]]]:
     for check in task.goals:
         goals.setdefault(check["kind"], []).append(check)
     calls: list[tuple[str, dict[str, Any]]] = []
+    if asked := goals.get("answer"):  # a question: look at what it is about first
+        calls.append(("open_nodes", {"names": sorted({c["name"] for c in asked})}))
     if made := goals.get("entity"):
         entities = [{"name": c["name"], "entityType": c["type"], "observations": []} for c in made]
         calls.append(("create_entities", {"entities": entities}))
@@ -192,14 +223,16 @@ def solve(task: MemoryTask) -> list[tuple[str, dict[str, Any]]]:
         relations = [_rel(c["from"], c["to"], c["type"]) for c in unlinked]
         calls.append(("delete_relations", {"relations": relations}))
     if wrong := goals.get("no_observation"):
-        start = {e["name"]: e["observations"] for e in task.entities}
+        start = {e["name"]: e["observations"] for e in task.graph()[0]}
         deletions = [
             {"entityName": c["name"], "observations": [o for o in start.get(c["name"], []) if _has(o, c)]}
             for c in wrong
         ]
         calls.append(("delete_observations", {"deletions": deletions}))
-    if facts := goals.get("observation"):
-        observations = [{"entityName": c["name"], "contents": [c["contains"]]} for c in facts]
+    facts = [(c["name"], c["contains"]) for c in goals.get("observation", [])]
+    facts += [(c["name"], f"{c['prefix']} {c['value']}") for c in goals.get("answer", [])]
+    if facts:
+        observations = [{"entityName": name, "contents": [text]} for name, text in facts]
         calls.append(("add_observations", {"observations": observations}))
     if linked := goals.get("relation"):
         calls.append(("create_relations", {"relations": [_rel(c["from"], c["to"], c["type"]) for c in linked]}))
@@ -211,17 +244,34 @@ def _has(observation: str, check: Check) -> bool:
     return check["contains"].lower() in observation.lower()
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def _norm(text: str) -> str:
     return text.strip().lower().replace(" ", "_")
 
 
 def _passes(check: Check, memory: SimMemory) -> bool:
     kind = check["kind"]
+    if kind == "only":
+        required = set(filter(None, check["from"].split("|")))
+        allowed = required | set(filter(None, check["also"].split("|")))
+        having = {
+            r["from"]
+            for r in memory.relations
+            if r["to"] == check["to"] and _norm(r["relationType"]) == _norm(check["type"])
+        }
+        return required <= having and having <= allowed
     entity = next((e for e in memory.entities if e["name"] == check.get("name")), None)
     if kind == "entity":
         return entity is not None and _norm(entity["entityType"]) == _norm(check["type"])
     if kind == "no_entity":
         return entity is None
+    if kind == "answer":
+        prefix = check["prefix"].casefold()
+        said = [o for o in (entity or {}).get("observations", []) if o.strip().casefold().startswith(prefix)]
+        return len(said) == 1 and _words(said[0].strip()[len(prefix) :]) == _words(check["value"])
     if kind in ("observation", "no_observation"):
         seen = entity is not None and any(check["contains"].lower() in o.lower() for o in entity["observations"])
         return seen if kind == "observation" else entity is not None and not seen
@@ -233,20 +283,23 @@ def _passes(check: Check, memory: SimMemory) -> bool:
 
 
 def parts(task: MemoryTask, memory: SimMemory) -> dict[str, float]:
-    """The score's parts: ``goals`` (the fraction of goal checks met) and ``destroyed`` (the fraction of entities
-    destroyed without being asked)."""
+    """The score's parts: ``goals`` (the fraction of goal checks met), ``destroyed`` (the fraction of entities
+    destroyed without being asked) and, for a task with keep checks, ``broken`` (the fraction of them broken)."""
     met = sum(_passes(check, memory) for check in task.goals) / len(task.goals)
     asked = {check["name"] for check in task.goals if check["kind"] == "no_entity"}
     keep = memory.initial_names - asked
     names = {e["name"] for e in memory.entities}
     destroyed = len(keep - names) / len(keep) if keep else 0.0
-    return {"goals": met, "destroyed": destroyed}
+    found = {"goals": met, "destroyed": destroyed}
+    if task.keep:
+        found["broken"] = sum(not _passes(check, memory) for check in task.keep) / len(task.keep)
+    return found
 
 
 def score(task: MemoryTask, memory: SimMemory) -> float:
     """Goal checks met (a fraction), minus half the fraction of entities destroyed without being asked."""
     found = parts(task, memory)
-    return found["goals"] - 0.5 * found["destroyed"]
+    return found["goals"] - 0.5 * found["destroyed"] - 0.5 * found.get("broken", 0.0)
 
 
 async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: Observation) -> Grade:
@@ -256,7 +309,7 @@ async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: 
     before = 0.0 if memory.last_score is None else memory.last_score
     found = parts(task, memory)
     # rounded like the rewards, so they add up to the final score (not 0.999999)
-    now = round(found["goals"] - 0.5 * found["destroyed"], 6)
+    now = round(found["goals"] - 0.5 * found["destroyed"] - 0.5 * found.get("broken", 0.0), 6)
     memory.last_score = now
     done = all(_passes(check, memory) for check in task.goals)
     return Grade(reward=round(now - before, 6), done=done, scores=found)

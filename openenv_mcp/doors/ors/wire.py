@@ -103,8 +103,11 @@ class TaskSpec(BaseModel):
 
 
 def task_spec(task: Task) -> dict[str, Any]:
-    """A task as ORS lists it (its ``task_spec``): id, split and prompt, never the answer."""
-    return {"id": task.id, "split": task.split, "prompt": task.prompt}
+    """A task as ORS lists it (its ``task_spec``): id, split, prompt and difficulty (when known), never the answer."""
+    spec = {"id": task.id, "split": task.split, "prompt": task.prompt}
+    if task.difficulty:
+        spec["difficulty"] = task.difficulty
+    return spec
 
 
 def split_type(name: str) -> str:

@@ -7,7 +7,9 @@ Writes, next to this file:
   (``doc_id``, ``title``, ``category``, ``date``, ``text``), about 1,300 documents;
 * ``tasks.json``: question-answer tasks whose answers are stated in the corpus, each with
   the documents that hold the answer (``evidence``) and, per hop, a natural query that
-  should find them (``hops``, used by the tests, never shown to the agent).
+  should find them (``hops``, used by the tests, never shown to the agent);
+* ``facts.json.gz``: the world's facts per entity with the doc_id of its article, from which
+  ``openenv_mcp.servers.search.generator`` builds its single- and multi-hop questions.
 
 The world is built first (countries, cities, rivers, mountains, people, universities,
 companies, products, clubs, festivals, treaties, floods, cup finals, news), then every
@@ -38,6 +40,7 @@ SEED = 20251121
 HERE = Path(__file__).resolve().parent
 CORPUS_PATH = HERE / "corpus.jsonl.gz"
 TASKS_PATH = HERE / "tasks.json"
+FACTS_PATH = HERE / "facts.json.gz"
 
 
 def words(text: str) -> list[str]:
@@ -1716,8 +1719,172 @@ class TaskMaker:
         for i, task in enumerate(self.tasks):
             task["id"] = f"search-{i + 1:03d}"
             task["split"] = "test" if i % 3 == 2 else "train"
+        # a test question whose answer rests on the same article and answer as a train question is learnt in train:
+        # it moves to train (the University of Nededal's founding year was asked both ways)
+        train_facts = {(t["evidence"][-1], str(t["answers"][0])) for t in self.tasks if t["split"] == "train"}
+        for task in self.tasks:
+            if task["split"] == "test" and (task["evidence"][-1], str(task["answers"][0])) in train_facts:
+                task["split"] = "train"
         order = ["id", "split", "kind", "question", "answers", "evidence", "hops"]
         return [{k: t[k] for k in order} for t in sorted(self.tasks, key=lambda t: str(t["id"]))]
+
+
+def world_facts(w: World, r: Renderer) -> dict[str, list[dict[str, object]]]:
+    """The world's facts that task generators ask about, each entity with the doc_id of its article.
+
+    ``openenv_mcp.servers.search.generator`` builds its questions from these (``facts.json.gz``); every fact here
+    is stated in the article named by ``doc`` (the generator's tests check each answer is in its evidence).
+    """
+
+    def doc(key: str) -> str:
+        return r.by_key[key].doc_id
+
+    def name(x: object) -> str | None:
+        return None if x is None else str(x.name)
+
+    return {
+        "people": [
+            {
+                "name": p.name,
+                "doc": doc(f"person:{p.name}"),
+                "occupation": p.occupation,
+                "born": p.born.year,
+                "birthplace": p.birthplace.name,
+                "university": name(p.university),
+                "died": p.died.year if p.died else None,
+            }
+            for p in w.people
+        ],
+        "cities": [
+            {
+                "name": c.name,
+                "doc": doc(f"city:{c.name}"),
+                "country": c.country.name,
+                "river": name(c.river),
+                "mayor": name(c.mayor),
+                "founded": c.founded,
+                "population": c.population,
+                "elevation": c.elevation,
+            }
+            for c in w.cities
+        ],
+        "countries": [
+            {
+                "name": c.name,
+                "doc": doc(f"country:{c.name}"),
+                "capital": name(c.capital),
+                "currency": c.currency,
+                "language": c.language,
+                "independence": c.independence,
+                "head": name(c.head),
+            }
+            for c in w.countries
+        ],
+        "rivers": [
+            {
+                "name": v.name,
+                "doc": doc(f"river:{v.name}"),
+                "length": v.length,
+                "source": v.source.name,
+                "mouth": v.mouth,
+            }
+            for v in w.rivers
+        ],
+        "mountains": [
+            {
+                "name": m.name,
+                "doc": doc(f"mountain:{m.name}"),
+                "height": m.height,
+                "first_ascent": m.first_ascent,
+                "climbers": [c.name for c in m.climbers],
+            }
+            for m in w.mountains
+        ],
+        "universities": [
+            {
+                "name": u.name,
+                "doc": doc(f"university:{u.name}"),
+                "city": u.city.name,
+                "founded": u.founded,
+                "founder": name(u.founder),
+                "rector": name(u.rector),
+            }
+            for u in w.universities
+        ],
+        "companies": [
+            {
+                "name": c.name,
+                "doc": doc(f"company:{c.name}"),
+                "hq": c.hq.name,
+                "founded": c.founded,
+                "founders": [f.name for f in c.founders],
+                "ceo": name(c.ceo),
+                "ceo_since": c.ceo_since.year if c.ceo_since else None,
+                "employees": c.employees,
+            }
+            for c in w.companies
+        ],
+        "products": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "doc": doc(f"product:{p.name}"),
+                "maker": p.maker.name,
+                "designer": p.designer.name,
+                "released": p.released,
+                "price": p.price,
+            }
+            for p in w.products
+        ],
+        "clubs": [
+            {
+                "name": c.name,
+                "doc": doc(f"club:{c.name}"),
+                "city": c.city.name,
+                "founded": c.founded,
+                "stadium": c.stadium,
+                "capacity": c.capacity,
+            }
+            for c in w.clubs
+        ],
+        "finals": [
+            {
+                "cup": f.cup,
+                "year": f.year,
+                "doc": doc(f"final:{f.cup}:{f.year}"),
+                "winner": f.winner.name,
+                "loser": f.loser.name,
+                "scorer": f.scorer.name,
+            }
+            for f in w.finals
+        ],
+        "festivals": [
+            {
+                "name": f.name,
+                "doc": doc(f"festival:{f.name}"),
+                "city": f.city.name,
+                "founded": f.founded,
+                "founder": f.founder.name,
+                "month": f.month,
+            }
+            for f in w.festivals
+        ],
+        "treaties": [
+            {"name": t.name, "doc": doc(f"treaty:{t.name}"), "city": t.city.name, "year": t.date.year}
+            for t in w.treaties
+        ],
+        "floods": [
+            {
+                "name": f.name,
+                "doc": doc(f"flood:{f.name}"),
+                "river": f.river.name,
+                "city": f.city.name,
+                "year": f.date.year,
+                "deaths": f.deaths,
+            }
+            for f in w.floods
+        ],
+    }
 
 
 def main() -> None:
@@ -1748,6 +1915,12 @@ def main() -> None:
     ):
         gz.write(raw)
     TASKS_PATH.write_text(json.dumps(tasks, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    facts = json.dumps(world_facts(world, renderer), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    with (
+        FACTS_PATH.open("wb") as out,
+        gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz,
+    ):
+        gz.write(facts)
     counts: dict[str, int] = {}
     for d in docs:
         counts[d.category] = counts.get(d.category, 0) + 1

@@ -42,7 +42,7 @@ PG_DB = "sqlfixture_check"
 PG_HOST = os.environ.get("PGHOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("PGPORT", "5432"))
 TABLES = ["regions", "categories", "suppliers", "products", "employees", "customers", "orders", "order_items"]
-TASK_KEYS = ["id", "split", "question", "gold_sql", "ordered"]
+TASK_KEYS = ["id", "split", "difficulty", "question", "gold_sql", "ordered"]
 
 
 def norm_value(v):

@@ -212,21 +212,45 @@ async function closeEpisode() {
   await refreshState();
 }
 
+// The task picker asks the server for one page of the tasks that match (thousands never reach the page at once).
+const TASK_PAGE = 100;
+let listing = 0;
+
+async function listTasks() {
+  const query = new URLSearchParams({ limit: String(TASK_PAGE) });
+  if ($("task-split").value) query.set("split", $("task-split").value);
+  if ($("task-difficulty").value) query.set("difficulty", $("task-difficulty").value);
+  if ($("task-search").value.trim()) query.set("q", $("task-search").value.trim());
+  const mine = ++listing;
+  const listed = await api("GET", "/tasks?" + query);
+  if (mine !== listing) return listed;  // a newer search is on its way: it fills the list
+  const chosen = $("task").value;
+  $("task").replaceChildren(element("option", { value: "", textContent: "(drawn by the seed)" }),
+    ...listed.tasks.map((task) => element("option", {
+      value: task.id, title: task.prompt,
+      textContent: `${task.id} · ${task.split}${task.difficulty ? " · " + task.difficulty : ""}: ${task.prompt.slice(0, 70)}`,
+    })));
+  $("task").value = listed.tasks.some((task) => task.id === chosen) ? chosen : "";
+  $("task-count").textContent = listed.total > listed.tasks.length
+    ? `showing ${listed.tasks.length} of ${listed.total} matching tasks: narrow the search to see others`
+    : `${listed.total} matching task${listed.total === 1 ? "" : "s"}`;
+  $("task-count").dataset.total = String(listed.total);
+  return listed;
+}
+
 async function startPlay() {
   $("play").hidden = false;
   const info = await api("GET", "/web/tools");
   $("title").textContent = `openenv-mcp · ${info.server} (sim)`;
   $("description").textContent = info.description;
   document.title = `${info.server} · openenv-mcp`;
-  const listed = await api("GET", "/tasks");
-  const bySplit = {};
-  for (const task of listed.tasks) (bySplit[task.split] = bySplit[task.split] || []).push(task);
-  $("task").replaceChildren(element("option", { value: "", textContent: "(drawn by the seed)" }));
-  for (const [split, tasks] of Object.entries(bySplit)) {
-    const group = element("optgroup", { label: split });
-    for (const task of tasks) group.append(element("option", { value: task.id, textContent: `${task.id}: ${task.prompt.slice(0, 70)}` }));
-    $("task").append(group);
+  const first = await listTasks();
+  for (const [filter, counts] of [["task-split", first.splits], ["task-difficulty", first.difficulties]]) {
+    for (const [name, count] of Object.entries(counts || {})) $(filter).append(element("option", { value: name, textContent: `${name} (${count})` }));
   }
+  let typing = null;
+  $("task-search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => listTasks().catch((error) => notice(error.message)), 200); });
+  for (const filter of ["task-split", "task-difficulty"]) $(filter).addEventListener("change", () => listTasks().catch((error) => notice(error.message)));
   $("tools").replaceChildren(...info.tools.map(renderTool));
   $("reset").addEventListener("click", reset);
   $("close").addEventListener("click", closeEpisode);
