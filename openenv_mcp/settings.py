@@ -77,6 +77,11 @@ class Settings(BaseSettings):
         default=None,
         description="Key that signs episode snapshots (HMAC-SHA256); replicas that restore each other's share it",
     )
+    prod_task: str | None = Field(
+        default=None,
+        description="Prod, for a world (an environment with prod sessions): the task each MCP session's world starts "
+        "on; unset: one drawn from the default split per session",
+    )
     curriculum: bool = Field(
         default=False, description="Draw the task of a reset without task_id from the adaptive curriculum"
     )

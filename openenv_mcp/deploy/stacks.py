@@ -220,15 +220,15 @@ _BUNDLERS: dict[str, _Bundler] = {"postgresql": _postgres}
 
 
 def shipped_servers() -> list[str]:
-    """The installed servers whose package imports and that serve both modes (a registered server not written yet
-    is left out, and so is a world, which serves sim only: docs/worlds.md)."""
+    """The installed servers whose package imports and that have prod services (a registered server not written yet
+    is left out, and so is a world, whose prod serves the world itself per session: docs/worlds.md)."""
     names = []
     for name in server_names():
         try:
             env = load_environment(name)
         except (ImportError, AttributeError, ConfigError):
             continue  # registered, but its package is not (completely) there yet
-        if "prod" in env.modes:
+        if not env.prod_sessions:
             names.append(name)
     return names
 

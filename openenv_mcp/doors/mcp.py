@@ -120,23 +120,24 @@ class McpDoor:
         return _STDIO if self._stdio else None
 
     async def _open_episode(self) -> str:
-        return (await self.runtime.reset()).episode_id
+        return await self.runtime.session_episode()
 
     async def _close_episode(self, episode_id: str) -> None:
         if episode_id in self.runtime.episodes:
-            await self.runtime.close_episode(episode_id)
+            await self.runtime.episodes.close(episode_id)
 
     async def _episode(self, ctx: Any, params: types.CallToolRequestParams) -> str | None:
-        """The episode a sim call acts on (``None``: the shared default), by the rule in ``mcp_sessions``."""
-        explicit = _episode_id(ctx, params)
+        """The episode a call acts on (``None``: the shared default), by the rule in ``mcp_sessions``; in prod (an
+        environment with prod sessions) the session's own only: no id a client sends reaches an episode there."""
+        explicit = _episode_id(ctx, params) if self.runtime.sim else None
         if explicit is not None:
             return None if explicit == DEFAULT_EPISODE else explicit
-        key = self._session_key(ctx) if self.runtime.sim else None
+        key = self._session_key(ctx)
         return await self.sessions.episode(key) if key is not None else None
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            episode_id = await self._episode(ctx, params) if self.runtime.sim else None
+            episode_id = await self._episode(ctx, params) if self.runtime.episodic else None
             outcome = await self.runtime.call(params.name, params.arguments, episode_id)
         except ToolNotFound as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
@@ -147,7 +148,7 @@ class McpDoor:
                 _meta={f"{META_PREFIX}error": exc.code},
             )
         meta = None
-        if outcome.episode is not None:
+        if outcome.episode is not None and self.runtime.sim:  # prod shows no episode, let alone a reward
             meta = {
                 f"{META_PREFIX}episode_id": outcome.episode.id,
                 f"{META_PREFIX}step_count": outcome.episode.step_count,

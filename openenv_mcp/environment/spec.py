@@ -94,7 +94,7 @@ class Environment(Generic[BackendT, TaskT]):
         tasks: Loads the tasks (called once, when the server is assembled).
         settings: The server's own settings class (connection URLs, secrets), read once at start.
         sim_backend: Opens a fresh, isolated sim backend for one episode from its task and seed.
-        prod_backend: Opens the one shared prod backend from the settings.
+        prod_backend: Opens the one shared prod backend from the settings (``None`` with ``prod_sessions``).
         grade: Computes a step's reward and whether the episode is done, from the task, the
             episode's backend, the call and its result. The one place rewards are computed.
         prod_requires: Settings fields that must be set in prod (checked before serving starts).
@@ -112,8 +112,11 @@ class Environment(Generic[BackendT, TaskT]):
         version: The server's version, as MCP ``serverInfo`` reports it.
         opening: What an episode's backend shows at its start, after the task's prompt, in the episode's first
             observation (a text game's first room): takes what ``sim_backend`` made; ``None`` shows the prompt only.
-        modes: The modes it serves. A world (a simulator, a text game) has no real service behind it, so it serves
-            sim only: it is left out of the prod-and-sim deployments (compose, Kubernetes, the registry).
+        prod_sessions: In prod, give each MCP session an instance of its own, made by ``sim_backend`` (for the task
+            ``OPENENV_PROD_TASK`` names, else one drawn from the default split) and closed with the session, instead
+            of one shared ``prod_backend``: for a world (a simulator, a text game), which has no real service
+            behind it. Prod still shows no reward and serves no control plane; such an environment has no prod
+            services to deploy or map, so compose, Kubernetes and the registry leave it out (docs/worlds.md).
         requires: What is missing for the environment to serve (an optional package, a runtime), as hints that
             say how to install each; ``openenv-mcp list`` shows them. ``None``: nothing beyond the toolkit.
     """
@@ -124,7 +127,7 @@ class Environment(Generic[BackendT, TaskT]):
     tasks: Callable[[], TaskSet]
     settings: type[BaseSettings]
     sim_backend: Callable[[TaskT, int, Any], Awaitable[BackendT]]
-    prod_backend: Callable[[Any], Awaitable[BackendT]]
+    prod_backend: Callable[[Any], Awaitable[BackendT]] | None = None
     grade: Callable[[TaskT, BackendT, BoundCall, Observation], Awaitable[Grade]]
     prod_requires: tuple[str, ...] = ()
     sim_summary: str = ""
@@ -135,8 +138,15 @@ class Environment(Generic[BackendT, TaskT]):
     version: str = "0.1.0"
     sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None  # takes what sim_backend made
     opening: Callable[[Any], Observation | None] | None = None  # takes what sim_backend made
-    modes: tuple[str, ...] = ("sim", "prod")
+    prod_sessions: bool = False
     requires: Callable[[], list[str]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.prod_backend is None and not self.prod_sessions:
+            raise TypeError(
+                f"Environment {self.name!r} needs a prod_backend, or prod_sessions=True to serve each prod session "
+                "an instance of its sim backend (a world with no real service)"
+            )
 
     def missing(self) -> list[str]:
         """Hints for what this environment needs and does not find here (empty when it can serve)."""

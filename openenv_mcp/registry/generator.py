@@ -294,8 +294,8 @@ def generate(directory: Path | str, *, names: Sequence[str] | None = None, check
         except ConfigError as exc:
             failures.append(exc.message)
             continue
-        if "prod" not in env.modes and not names:
-            report.skipped.append(f"{name} (serves sim only: no prod services to map)")
+        if env.prod_sessions and not names:
+            report.skipped.append(f"{name} (a world: its prod is the world itself, no prod services to map)")
             continue
         try:
             documents[name] = build_document(env)

@@ -58,7 +58,11 @@ DEFAULT_EPISODE = "default"
 
 
 class Runtime:
-    """One environment bound to one mode, with its episodes (sim) or its shared backend (prod)."""
+    """One environment bound to one mode, with its episodes (sim) or its shared backend (prod).
+
+    An environment with ``prod_sessions`` (a world) keeps episodes in prod too: one per MCP session, with no
+    control plane and no reward shown (:meth:`session_episode`).
+    """
 
     def __init__(self, env: Environment[Any, Any], settings: Settings, server_settings: Any) -> None:
         self.env = env
@@ -68,6 +72,7 @@ class Runtime:
         self.tools = env.tools
         # a rubric's judges take their endpoint from the server's settings (a missing one: ConfigError, here)
         self.grade = bind_grade(env.grade, server_settings) if self.sim else env.grade
+        self.episodic = self.sim or env.prod_sessions  # calls act on episodes (in prod: one per MCP session)
         self.tasks: TaskSet = env.tasks()
         self.max_steps = settings.max_steps or env.max_steps
         self.observers: list[EpisodeObserver] = []
@@ -114,16 +119,19 @@ class Runtime:
             observer.on_close(episode)
 
     async def start(self) -> None:
-        """Open the prod backend (or, in sim, a probe that proves a sim backend can be built)."""
+        """Open the prod backend (or, where calls act on episodes, a probe that proves a sim backend can be built)."""
         for observer in self.observers:
             await observer.start()
-        if self.sim:
+        if self.episodic:
+            if self.settings.prod_task is not None and not self.sim:
+                self.tasks.get(self.settings.prod_task)  # an unknown OPENENV_PROD_TASK stops the start, naming it
             task = next(iter(self.tasks))
             self._backend = await self.env.sim_backend(task, 0, self.server_settings)
             self._reaper = asyncio.get_running_loop().create_task(
                 self.episodes.reap_forever(self.settings.reap_interval)
             )
         else:
+            assert self.env.prod_backend is not None  # Environment requires one without prod_sessions
             self._backend = await self.env.prod_backend(self.server_settings)
         Collector.started(self)
 
@@ -152,12 +160,13 @@ class Runtime:
     # the one path ------------------------------------------------------------------------------
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None, episode_id: str | None) -> Outcome:
-        """Validate and run one tool call; in sim mode, on an episode (the default one when ``None``)."""
+        """Validate and run one tool call; in sim mode, on an episode (the default one when ``None``); in prod, on
+        the shared backend, or on the calling session's episode for an environment with ``prod_sessions``."""
         started = time.perf_counter()
         outcome = "crashed"  # what the metrics say if a tool raises something unexpected
         try:
             bound = self.tools.bind(tool, arguments)
-            if not self.sim:
+            if not self.episodic:
                 observation = await bound.run(self._backend)
                 result = Outcome(observation, None, 0.0, False)
             else:
@@ -166,10 +175,7 @@ class Runtime:
                     if episode.closed:
                         raise self.episodes.not_found(episode.id)
                     if episode.done:
-                        raise EpisodeFinished(
-                            f"Episode {episode.id!r} is done after {episode.step_count} steps "
-                            f"(total reward {episode.total_reward:g}); POST /reset to start another"
-                        )
+                        raise self._finished(episode)
                     try:
                         observation, grade, truncated, ran = await self._advance(episode, bound)
                     except BackendUnavailable as exc:
@@ -247,7 +253,28 @@ class Runtime:
 
         return await eager_gather([one(step) for step in steps])
 
-    # episodes (sim only) ----------------------------------------------------------------------
+    def _finished(self, episode: Episode) -> EpisodeFinished:
+        if not self.sim:  # a prod session's world: no reward to show, no control plane to reset with
+            return EpisodeFinished(f"This session's world is done after {episode.step_count} steps; open a new MCP "
+                                   "session to play another")  # fmt: skip
+        return EpisodeFinished(
+            f"Episode {episode.id!r} is done after {episode.step_count} steps "
+            f"(total reward {episode.total_reward:g}); POST /reset to start another"
+        )
+
+    # episodes ------------------------------------------------------------------------------------
+
+    async def session_episode(self) -> str:
+        """Open the episode an MCP session acts on by itself and return its id: in sim a reset (the default split,
+        a drawn seed, the curriculum's draw when it is on); in prod, for an environment with ``prod_sessions``, the
+        task ``OPENENV_PROD_TASK`` names, else one drawn from the default split."""
+        if self.sim:
+            return (await self.reset()).episode_id
+        if not self.episodic:
+            raise ModeError(f"{self.env.name} serves one shared backend in prod: its MCP sessions have no episodes")
+        seed = secrets.randbelow(2**31)
+        task = self.tasks.pick(task_id=self.settings.prod_task, split=None, seed=seed)
+        return (await self._open(task, seed)).id
 
     def _require_sim(self, what: str) -> None:
         if not self.sim:
@@ -306,6 +333,11 @@ class Runtime:
         return await self.episodes.open(task, seed, build, max_steps=limit, episode_id=episode_id)
 
     async def _default_episode(self) -> Episode:
+        if not self.sim:  # prod sessions: an episode is a session's own, never shared
+            raise EpisodeError(
+                f"{self.env.name} gives each MCP session a world of its own in prod: connect with a session (the "
+                "2025 Streamable HTTP protocol, which sends Mcp-Session-Id, or stdio); this request has none"
+            )
         async with self._default_lock:
             if DEFAULT_EPISODE in self.episodes:
                 episode = self.episodes.get(DEFAULT_EPISODE)

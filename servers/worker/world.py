@@ -17,11 +17,6 @@ from openenv_mcp.servers.worker.tools import world_tools
 
 __all__ = ["world_environment", "world_tasks"]
 
-PROD_REFUSAL = (
-    "{name} has no prod mode yet: a world has no real service, so its prod must give each MCP session its own "
-    "world, which needs MCP sessions to be episodes (docs/worlds.md); serve it in sim mode (MODE=sim)"
-)
-
 
 def world_tasks(name: str, load: Callable[[], TaskSet], missing: Callable[[], list[str]]) -> Callable[[], TaskSet]:
     """``load``, preceded by a check that the world can run here: serving stops at once, saying what to install."""
@@ -82,9 +77,6 @@ def world_environment(
             show_valid_actions=show_valid_actions(server_settings),
         )
 
-    async def prod_backend(server_settings: Any) -> WorldBackend:
-        raise ConfigError(PROD_REFUSAL.format(name=name))
-
     def opening(world: WorldBackend) -> Observation:
         return act.render(world.view(world.opening))
 
@@ -95,13 +87,12 @@ def world_environment(
         tasks=tasks,
         settings=settings,
         sim_backend=sim_backend,
-        prod_backend=prod_backend,
         grade=grade,
         sim_summary=sim_summary,
         solve=solve,
         max_steps=max_steps,
         opening=opening,
-        modes=("sim",),
+        prod_sessions=True,  # prod: a world of its own per MCP session, no reward (docs/worlds.md)
         requires=requires,
         version=version,
     )

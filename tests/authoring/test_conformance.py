@@ -11,9 +11,9 @@ from openenv_mcp.environment.catalog import load_environment, server_names
 from openenv_mcp.servers.sql import environment as sql
 
 
-@pytest.mark.parametrize("name", [name for name in server_names() if "prod" in load_environment(name).modes])
+@pytest.mark.parametrize("name", [name for name in server_names() if not load_environment(name).prod_sessions])
 def test_server_conforms(name: str) -> None:
-    # the worlds serve sim only (no prod to be in parity with): tests/servers/test_worlds.py and their own check them
+    # the worlds have no prod service to be in parity with: tests/servers/test_worker.py and their own check them
     check_environment(load_environment(name))
 
 
