@@ -48,6 +48,7 @@ class Kept:
 EXPECTED = {
     "tool_calls": (1.0, 2, "done", (2, 0, 0, 0)),
     "fence": (1.0, 2, "done", (2, 0, 2, 0)),
+    "json": (1.0, 2, "done", (2, 0, 2, 0)),
     "echo": (1.0, 2, "done", (3, 0, 3, 1)),
     "plan": (1.0, 2, "done", (1, 0, 2, 0)),
     "hermes": (1.0, 2, "done", (2, 0, 2, 0)),

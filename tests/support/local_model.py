@@ -7,6 +7,7 @@ test sees is the format's doing, not the model's skill. The request's ``model`` 
 
 - ``tool_calls``: structured calls (a server whose own parser caught them);
 - ``fence``: each call as JSON in a ```` ```json ```` fence after a sentence of prose;
+- ``json``: each call as a JSON object in the prose, no fence;
 - ``echo``: the first call's arguments are the tool's own JSON schema, twice (a tool without arguments,
   then one with), then fenced calls;
 - ``plan``: one reply, a numbered plan in prose with both calls fenced in it;
@@ -38,7 +39,7 @@ from tests.support.model import TASKS, gold
 
 __all__ = ["CONTEXT_ERROR", "STYLES", "LocalModel", "template", "tokenize"]
 
-STYLES = ("tool_calls", "fence", "echo", "plan", "hermes", "prose", "length", "context", "slow")
+STYLES = ("tool_calls", "fence", "json", "echo", "plan", "hermes", "prose", "length", "context", "slow")
 CONTEXT_ERROR = {
     "error": {
         "code": 400,
@@ -146,6 +147,9 @@ class LocalModel:
             query_schema = {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}
             calls = [("list_tables", LIST_TABLES_SCHEMA), ("run_query", query_schema), ("submit_answer", submit)]
         name, arguments = calls[min(turn, len(calls) - 1)]
+        if style == "json":
+            written = json.dumps({"name": name, "arguments": arguments})
+            return {"role": "assistant", "content": f"Calling {written}"}, "stop"
         text = f"I will call {name} now.\n{_fenced(name, arguments)}"
         return {"role": "assistant", "content": text}, "stop"
 
