@@ -19,7 +19,6 @@ the episode ends, also when it failed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -66,8 +65,9 @@ class _Call:
 
     @property
     def sent(self) -> str:
-        """The arguments as the conversation keeps them: what ran, else what the model wrote."""
-        return json.dumps(self.arguments, ensure_ascii=False) if self.arguments is not None else self.written
+        """The arguments as the conversation keeps them: as the model wrote them (so the next prompt extends this
+        one token for token), or ``{}`` where a schema copied as arguments was read as none."""
+        return "{}" if self.note is not None else self.written
 
 
 @dataclass(slots=True)

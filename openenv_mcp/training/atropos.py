@@ -126,7 +126,10 @@ class _ServerManagerPolicy(OpenAIPolicy):
     """The rollout runner's tool-calling loop, its completions asked of Atropos' server manager."""
 
     def __init__(self, server: Any, *, split: str, temperature: float, max_tokens: int, max_turns: int | None) -> None:
-        super().__init__(base_url="atropos-server-manager", model="", max_turns=max_turns, temperature=temperature)
+        # a reply without a call ends the episode (text_only) at once: a group's episodes stay as sampled
+        super().__init__(
+            base_url="atropos-server-manager", model="", max_turns=max_turns, temperature=temperature, reminders=0
+        )
         self._server = server
         self._split = split
         self._max_tokens = max_tokens
