@@ -65,7 +65,7 @@ async def _main(args: argparse.Namespace) -> int:
         todo = len(task_ids) * args.trials - len(log.finished())
         print(
             f"eval: {run.server.name} at {run.url}, split {args.split}, {len(task_ids)} tasks x {args.trials} trials, "
-            f"policy {args.policy}; {todo} to run ({len(task_ids) * args.trials - todo} already in {log.path})",
+            f"{_policy(run)}; {todo} to run ({len(task_ids) * args.trials - todo} already in {log.path})",
             file=sys.stderr,
         )
         bar = tqdm(total=todo, unit="trial", file=sys.stderr, disable=args.no_progress, dynamic_ncols=True)
@@ -130,7 +130,7 @@ def _trial_log(args: argparse.Namespace, run: Run, task_ids: list[str]) -> Trial
         "server": run.server.name,
         "split": args.split,
         "k": args.trials,
-        "policy": args.policy,
+        **run.identity,  # the policy; a chat model's name, endpoint, sampling settings, turn cap and parser
         "seed": args.seed,
         "threshold": args.success_threshold,
         "tasks": task_ids,
@@ -139,6 +139,14 @@ def _trial_log(args: argparse.Namespace, run: Run, task_ids: list[str]) -> Trial
     if args.restart:
         trials_file.unlink(missing_ok=True)
     return TrialLog(trials_file, described)
+
+
+def _policy(run: Run) -> str:
+    """The policy as the header line names it."""
+    identity = run.identity
+    if "model" not in identity:
+        return f"policy {identity.get('policy')}"
+    return f"model {identity['model']} at {identity['base_url']} (tool parser {identity['tool_parser']})"
 
 
 def _write_reports(out: Path, result: Evaluation) -> None:

@@ -47,8 +47,10 @@ async def _main(args: argparse.Namespace) -> int:
 
     async with AsyncExitStack() as stack:
         run = await open_run(args, stack)
+        identity = run.identity
+        policy = f"model {identity['model']}" if "model" in identity else f"policy {args.policy}"
         print(
-            f"rollout: {run.server.name} at {run.url}, policy {args.policy}, {args.episodes} episodes, "
+            f"rollout: {run.server.name} at {run.url}, {policy}, {args.episodes} episodes, "
             f"concurrency {args.concurrency}",
             file=sys.stderr,
         )

@@ -1,5 +1,5 @@
 """What ``rollout`` and ``eval`` share: their policy flags, and the run they open (a server started or reached,
-a policy chosen).
+a policy chosen, and for a chat model its endpoint checked before the first episode).
 
     run = await open_run(args, stack)      # the server by URL, or started here by name; the policy that plays it
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.settings import Settings
 
@@ -21,12 +21,28 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "add_policy_arguments", "open_run", "positive"]
 
+_PARSERS = ("auto", "none", "hermes", "json", "mistral")  # openenv_mcp.rollout.parsers.PARSERS (a test pins it)
+
 
 def positive(value: str) -> int:
     """An argparse type: a whole number of at least 1."""
     number = int(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _seconds(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {value}")
+    return number
+
+
+def _count(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
     return number
 
 
@@ -38,35 +54,67 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         help="scripted (the environment's reference solution of each task, else its examples), "
         "openai (a chat model with tool calling), or module:callable (your async policy)",
     )
-    model = parser.add_argument_group("--policy openai")
+    model = parser.add_argument_group("--policy openai (docs/local-models.md)")
     model.add_argument("--base-url", help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL)")
     model.add_argument("--model", help="model name")
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     model.add_argument("--max-turns", type=positive, help="model calls per episode at most (default: step limit)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    model.add_argument("--max-tokens", type=positive, help="tokens per reply at most (default: the endpoint's)")
+    model.add_argument(
+        "--timeout", type=_seconds, default=300.0, help="seconds to wait for each model answer (default 300)"
+    )
+    model.add_argument(
+        "--tool-choice",
+        choices=("auto", "required"),
+        default="auto",
+        help="auto, or required: the server constrains every reply to a tool call (default auto)",
+    )
+    model.add_argument(
+        "--tool-parser",
+        choices=_PARSERS,
+        default="auto",
+        help="how tool calls the model writes as text are read: hermes (<tool_call> tags: Qwen, Hermes), "
+        "mistral ([TOOL_CALLS]), json (a call as JSON in a code fence or the text), auto (the first that "
+        "finds one; default), none (only the endpoint's tool_calls)",
+    )
+    model.add_argument(
+        "--reminders",
+        type=_count,
+        default=1,
+        help="replies without a tool call answered with a reminder to call one, per episode; the next such "
+        "reply ends the episode as text_only (default 1)",
+    )
     model.add_argument(
         "--capture-tokens",
         action="store_true",
-        help="record each model call's prompt and completion token ids and logprobs into the trajectory store "
-        "($OPENENV_TRAJECTORIES, where the server records), for export; the endpoint must report them (vLLM)",
+        help="also record each model call's prompt and completion token ids and logprobs (the endpoint must "
+        "report them: vLLM, SGLang, llama.cpp's server; docs/capture.md)",
     )
 
 
 @dataclass(frozen=True)
 class Run:
-    """A server ready to play and the policy that plays it."""
+    """A server ready to play and the policy that plays it.
+
+    ``identity`` is what makes two runs with this policy comparable: ``{"policy": ...}``, and for a chat model its
+    name, endpoint, sampling settings, turn cap and parser.
+    """
 
     url: str
     server: ServerInfo
     policy: Policy
     token: str | None  # $OPENENV_AUTH_TOKEN, sent as the bearer token
+    identity: dict[str, Any] = field(default_factory=dict)
 
 
 async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
     """The policy ``--policy`` names (checked before any server is reached) and the server ``args.server``: a URL,
-    or an installed server's name, then started here in sim mode until ``stack`` closes."""
+    or an installed server's name, then started here in sim mode until ``stack`` closes. A chat model's endpoint
+    gets its pre-flight check (one request with the server's tools) before the run starts."""
     from openenv_mcp.client.discovery import ServerProcess, discover
     from openenv_mcp.environment.catalog import load_environment
+    from openenv_mcp.rollout.chat import OpenAIPolicy
     from openenv_mcp.settings import load_settings
 
     settings = load_settings(Settings)
@@ -77,15 +125,21 @@ async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
         load_environment(url)  # an unknown name fails here, listing the installed ones
         url = (await stack.enter_async_context(ServerProcess(args.server))).url
     server = await discover(url, token=token)
-    return Run(url, server, chosen if chosen is not None else _scripted_for(server), token)
+    identity: dict[str, Any] = {"policy": args.policy}
+    if isinstance(chosen, OpenAIPolicy):
+        print(await chosen.check(server.openai_tools), file=sys.stderr)
+        identity.update(chosen.identity())
+    return Run(url, server, chosen if chosen is not None else _scripted_for(server), token, identity)
 
 
 async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> Policy | None:
     """The policy ``--policy`` names; ``None`` for ``scripted``, which needs the server's name."""
     from openenv_mcp.errors import ConfigError
-    from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy
+    from openenv_mcp.rollout.chat import OpenAIPolicy
+    from openenv_mcp.rollout.policies import load_policy
 
-    capture = await _capture(args, settings, stack)
+    if args.capture_tokens and args.policy != "openai":
+        raise ConfigError("--capture-tokens records a model's tokens: use it with --policy openai")
     if args.policy == "openai":
         base_url = args.base_url or settings.openai_base_url
         if not base_url or not args.model:
@@ -98,7 +152,13 @@ async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: As
             api_key=api_key,
             max_turns=args.max_turns,
             temperature=args.temperature,
-            capture=capture,
+            timeout=args.timeout,
+            max_tokens=args.max_tokens,
+            tool_choice=args.tool_choice,
+            tool_parser=args.tool_parser,
+            reminders=args.reminders,
+            sink=await _turn_store(args, settings, stack),
+            capture_tokens=args.capture_tokens,
         )
         return await stack.enter_async_context(openai)
     if args.policy == "scripted":
@@ -106,28 +166,38 @@ async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: As
     return load_policy(args.policy)
 
 
-async def _capture(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> TurnRecorder | None:
-    """The store ``--capture-tokens`` writes into, opened (its tables made) before any episode runs."""
+async def _turn_store(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> TurnRecorder | None:
+    """Where a chat model's turns are recorded: the trajectory store the server records into
+    (``OPENENV_TRAJECTORIES``), opened (its tables made) before any episode runs; none when it is ``off``."""
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.trajectories.turns import TurnRecorder
 
-    if not args.capture_tokens:
-        return None
-    if args.policy != "openai":
-        raise ConfigError("--capture-tokens records a model's tokens: use it with --policy openai")
     url = settings.trajectories_url
     if url.lower() == "off":
-        raise ConfigError(
-            "--capture-tokens writes into the trajectory store, and OPENENV_TRAJECTORIES=off; "
-            "set it to the store the server records into"
+        if args.capture_tokens:
+            raise ConfigError(
+                "--capture-tokens writes into the trajectory store, and OPENENV_TRAJECTORIES=off; "
+                "set it to the store the server records into"
+            )
+        return None
+    chosen = settings.trajectories is not None and bool(settings.trajectories.strip())
+    try:
+        if not chosen:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        recorder = await stack.enter_async_context(TurnRecorder(url))
+    except (ConfigError, OSError) as exc:
+        if chosen or args.capture_tokens:
+            raise
+        print(f"Recording no model turns: {exc}; set OPENENV_TRAJECTORIES", file=sys.stderr)
+        return None
+
+    def report() -> None:
+        tokens = f" ({recorder.captured} with their tokens)" if args.capture_tokens else ""
+        print(
+            f"recorded {recorder.turns} model turns of {recorder.episodes} episodes{tokens} into {url}", file=sys.stderr
         )
-    recorder = await stack.enter_async_context(TurnRecorder(url))
-    stack.callback(
-        lambda: print(
-            f"captured the tokens of {recorder.turns} model calls in {recorder.episodes} episodes into {url}",
-            file=sys.stderr,
-        )
-    )
+
+    stack.callback(report)
     return recorder
 
 

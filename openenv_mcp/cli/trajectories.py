@@ -23,6 +23,12 @@ def add_commands(commands: Any) -> None:
     export.add_argument("--min-reward", type=float, help="only episodes whose total reward is at least this")
     export.add_argument("--done-only", action="store_true", help="only episodes the environment finished")
     export.add_argument(
+        "--min-steps",
+        type=int,
+        default=0,
+        help="only episodes with at least this many steps (default 0: those whose model never acted too)",
+    )
+    export.add_argument(
         "--include-incomplete", action="store_true", help="also episodes with steps the recorder dropped"
     )
     view = actions.add_parser("view", help="step through recorded episodes in a browser page (replay)")
@@ -81,6 +87,7 @@ def _export(args: argparse.Namespace) -> int:
         min_reward=args.min_reward,
         done_only=args.done_only,
         include_incomplete=args.include_incomplete,
+        min_steps=args.min_steps,
     )
     if args.output == "-":
         count = export_jsonl(url, sys.stdout, where)

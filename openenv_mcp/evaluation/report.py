@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from html import escape
+from typing import Any
 
 from openenv_mcp.evaluation.metrics import TaskScore
 from openenv_mcp.evaluation.run import Evaluation
@@ -23,14 +24,18 @@ def render_html(evaluation: Evaluation) -> str:
     """The report page of ``evaluation``."""
     run, k = evaluation.run, evaluation.k
     title = f"openenv-mcp eval: {run.get('server', '?')}, split {run.get('split', '?')}, {k} trials per task"
+    unscored = evaluation.tasks - len(evaluation.scores)
     facts = [
-        ("tasks", str(len(evaluation.scores))),
+        ("tasks", f"{evaluation.tasks}" + (f" ({unscored} without a finished trial)" if unscored else "")),
         ("trials", f"{len(evaluation.ok)} ({len(evaluation.errors)} failed)"),
         ("mean reward", f"{evaluation.mean_reward:.3f}"),
         (f"pass@{k}", f"{evaluation.overall('pass_at', k):.3f}"),
         (f"pass^{k}", f"{evaluation.overall('pass_hat', k):.3f}"),
+        ("ended", ", ".join(f"{reason} {count}" for reason, count in evaluation.end_reasons.items())),
         ("policy", str(run.get("policy", "?"))),
+        *[(label, _setting(key, run[key])) for key, label in _MODEL_FACTS if key in run],
         ("seed", str(run.get("seed", "?"))),
+        ("time", _times(evaluation.totals())),
     ]
     tiers = evaluation.tiers()
     difficulty = evaluation.difficulties
@@ -47,7 +52,8 @@ def render_html(evaluation: Evaluation) -> str:
         bars_title = "Success rate per difficulty"
         bars = [(tier, sum(_success(s) for s in scores) / len(scores)) for tier, scores in tiers.items()]
     errors = "".join(
-        f"<li>{escape(t.task_id)} trial {t.index}: {escape(t.error or '')}</li>" for t in evaluation.errors
+        f"<li>{escape(t.task_id)} trial {t.index} ({escape(t.end_reason)}): {escape(t.error or '')}</li>"
+        for t in evaluation.errors
     )
     ks = list(range(1, k + 1))
     return f"""<!doctype html>
@@ -82,6 +88,36 @@ figcaption {{ font-weight: bold; margin-bottom: .5em; }}
 {f"<h2>Failed trials</h2><ul>{errors}</ul>" if errors else ""}
 </body></html>
 """
+
+
+_MODEL_FACTS = (
+    ("model", "model"),
+    ("base_url", "endpoint"),
+    ("temperature", "temperature"),
+    ("max_tokens", "max tokens"),
+    ("max_turns", "turn cap"),
+    ("tool_choice", "tool choice"),
+    ("tool_parser", "tool parser"),
+    ("reminders", "reminders"),
+)
+
+
+def _setting(key: str, value: object) -> str:
+    if value is None:
+        return "the step limit" if key == "max_turns" else "the endpoint's default"
+    return str(value)
+
+
+def _times(totals: dict[str, Any]) -> str:
+    seconds = totals["seconds"]
+    text = f"{seconds['wall']:.1f} s wall: environment {seconds['environment']:.1f} s, model {seconds['model']:.1f} s"
+    model = totals.get("model")
+    if model:
+        text += (
+            f"; {model['turns']} model turns, {model['text_replies']} without a call, "
+            f"{model['parsed_calls']} calls read from the text, {model['refused_calls']} refused"
+        )
+    return text
 
 
 def _success(score: TaskScore) -> float:

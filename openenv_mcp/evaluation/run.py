@@ -1,7 +1,8 @@
 """The trials of an evaluation, played through the rollout runner and kept in a JSON Lines file.
 
-The file's first line says what the run is (server, split, trials per task, policy, seed); each
-further line is one finished trial. Running the same evaluation again with the same file skips
+The file's first line says what the run is (server, split, trials per task, policy, seed, and for a chat model
+the model, its endpoint, sampling settings, turn cap and parser); each further line is one finished trial, with
+why it ended and its times. Running the same evaluation again with the same file skips
 the trials already in it, so an interrupted run resumes where it stopped. A trial that failed
 (the server or the model endpoint answered an error) is written down with its error and played
 again on the next run: it says nothing about the policy.
@@ -10,6 +11,7 @@ again on the next run: it says nothing about the policy.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +28,13 @@ __all__ = ["Evaluation", "Trial", "TrialLog", "evaluate"]
 
 @dataclass(frozen=True, slots=True)
 class Trial:
-    """One episode of the evaluation: trial ``index`` of ``task_id``, started with ``seed``."""
+    """One episode of the evaluation: trial ``index`` of ``task_id``, started with ``seed``.
+
+    ``end_reason`` is why it ended (:data:`~openenv_mcp.rollout.runner.END_REASONS`); ``seconds`` its wall time
+    (reset to close), ``env_seconds`` the environment's part and ``model_seconds`` the model's. A chat model's
+    side: ``turns`` (model calls), ``text_replies`` (replies without a call), ``parsed_calls`` (calls read from
+    the text), ``refused_calls`` (calls that did not become steps) and ``last_text`` (its last reply, cut).
+    """
 
     task_id: str
     index: int
@@ -36,6 +44,14 @@ class Trial:
     done: bool
     seconds: float
     error: str | None = None
+    end_reason: str = ""
+    env_seconds: float = 0.0
+    model_seconds: float = 0.0
+    turns: int = 0
+    text_replies: int = 0
+    parsed_calls: int = 0
+    refused_calls: int = 0
+    last_text: str | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -118,6 +134,32 @@ class Evaluation:
         ok = self.ok
         return sum(t.reward for t in ok) / len(ok) if ok else 0.0
 
+    @property
+    def tasks(self) -> int:
+        """The tasks evaluated, those whose every trial failed included."""
+        return len(self.run.get("tasks") or {t.task_id for t in self.trials})
+
+    @property
+    def end_reasons(self) -> dict[str, int]:
+        """How many trials ended for each reason, most first."""
+        return dict(Counter(t.end_reason or "?" for t in self.trials).most_common())
+
+    def totals(self) -> dict[str, Any]:
+        """The trials' summed times, and a chat model's turns, replies without a call, and calls read or refused."""
+        found: dict[str, Any] = {
+            "seconds": {
+                "wall": round(sum(t.seconds for t in self.trials), 3),
+                "environment": round(sum(t.env_seconds for t in self.trials), 3),
+                "model": round(sum(t.model_seconds for t in self.trials), 3),
+            }
+        }
+        if any(t.turns for t in self.trials):
+            found["model"] = {
+                name: sum(getattr(t, name) for t in self.trials)
+                for name in ("turns", "text_replies", "parsed_calls", "refused_calls")
+            }
+        return found
+
     def tiers(self) -> dict[str, list[TaskScore]]:
         """The task scores per difficulty tier: easy, medium, hard first, other tiers by name, ``"-"`` last; empty
         when no task has a difficulty."""
@@ -146,9 +188,12 @@ class Evaluation:
         return {
             "run": self.run,
             "overall": {
-                "tasks": len(self.scores),
+                "tasks": self.tasks,
+                "tasks_scored": len(self.scores),
                 "trials": len(self.ok),
                 "errors": len(self.errors),
+                "end_reasons": self.end_reasons,
+                **self.totals(),
                 "mean_reward": self.mean_reward,
                 "pass@k": {str(k): self.overall("pass_at", k) for k in ks},
                 "pass^k": {str(k): self.overall("pass_hat", k) for k in ks},
@@ -167,7 +212,10 @@ class Evaluation:
                 }
                 for s in self.scores
             ],
-            "errors": [{"task_id": t.task_id, "trial": t.index, "error": t.error} for t in self.errors],
+            "errors": [
+                {"task_id": t.task_id, "trial": t.index, "error": t.error, "end_reason": t.end_reason}
+                for t in self.errors
+            ],
         }
 
     def render(self) -> str:
@@ -190,6 +238,7 @@ class Evaluation:
                 f"{'  ' + tier:<24}{figures['trials']:>7}{figures['mean_reward']:>8.3f}"
                 f"{figures['pass@k'][str(k)]:>9.3f}{figures['pass^k'][str(k)]:>9.3f}"
             )
+        lines.append("ended: " + ", ".join(f"{reason} {count}" for reason, count in self.end_reasons.items()))
         if self.errors:
             lines.append(f"{len(self.errors)} trials failed (run again with the same --out to retry them):")
             lines += [f"  {t.task_id} trial {t.index}: {t.error}" for t in self.errors[:5]]
@@ -217,6 +266,7 @@ async def evaluate(
     plan = [Reset(seed + i, task_id) for task_id in task_ids for i in range(k) if (task_id, i) not in done]
 
     def record(result: EpisodeResult) -> None:
+        model = result.model
         trial = Trial(
             task_id=result.task_id,
             index=result.seed - seed,
@@ -224,8 +274,16 @@ async def evaluate(
             reward=result.reward,
             steps=result.steps,
             done=result.done,
-            seconds=round(sum(result.latencies), 6),
+            seconds=round(result.seconds, 6),
             error=result.error,
+            end_reason=result.end_reason,
+            env_seconds=round(result.env_seconds, 6),
+            model_seconds=round(model.seconds, 6),
+            turns=model.turns,
+            text_replies=model.text_replies,
+            parsed_calls=model.parsed_calls,
+            refused_calls=model.refused_calls,
+            last_text=model.last_text,
         )
         log.add(trial)
         if on_trial is not None:

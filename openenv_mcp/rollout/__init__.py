@@ -7,11 +7,23 @@ print(summary.render())
 """
 
 from openenv_mcp.client.discovery import ServerInfo, ServerProcess, discover
-from openenv_mcp.rollout.policies import OpenAIPolicy, load_policy, scripted_policy
-from openenv_mcp.rollout.runner import EpisodeResult, Policy, PolicyError, RolloutEpisode, Summary, run_rollouts
+from openenv_mcp.rollout.chat import OpenAIPolicy
+from openenv_mcp.rollout.policies import load_policy, scripted_policy
+from openenv_mcp.rollout.runner import (
+    END_REASONS,
+    EpisodeResult,
+    ModelSide,
+    Policy,
+    PolicyError,
+    RolloutEpisode,
+    Summary,
+    run_rollouts,
+)
 
 __all__ = [
+    "END_REASONS",
     "EpisodeResult",
+    "ModelSide",
     "OpenAIPolicy",
     "Policy",
     "PolicyError",

@@ -5,6 +5,11 @@ arguments)`` until ``episode.done`` or it chooses to stop. The runner resets eac
 ``seed``, ``seed + 1``, ...), runs the policy, closes the episode, and keeps what happened. An
 episode that fails (the server answered an error, the model endpoint failed) is counted and
 reported with its message; the other episodes go on.
+
+Every episode ends for one of :data:`END_REASONS`, kept in its result: a chat policy says why it stopped
+(``episode.end_reason``); otherwise the runner tells from the episode (done, or its step limit) or from the
+error. Each result also has its wall time (reset to close) beside the environment's time (the steps) and,
+for a chat policy, the model's side (:class:`ModelSide`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from openenv_mcp.models import StepResult
 from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
+    "END_REASONS",
     "EpisodeResult",
+    "ModelSide",
     "Policy",
     "PolicyError",
     "Reset",
@@ -45,6 +52,50 @@ class PolicyError(OpenEnvError):
 
     code = "policy_error"
     status = 502
+
+
+END_REASONS = {
+    "done": "the environment ended the episode: its task is over",
+    "step_limit": "the environment's step limit ended the episode",
+    "turn_limit": "the policy made as many model calls as it may (--max-turns)",
+    "text_only": "the model replied without a tool call, and had used its reminders (--reminders)",
+    "length": "a reply was cut at the token limit (finish_reason length) before it held a call",
+    "context_full": "the conversation no longer fits the model's context",
+    "stopped": "the policy returned with the episode still open",
+    "model_error": "the model endpoint failed (a failed trial: it runs again when an eval resumes)",
+    "server_error": "the environment server failed (a failed trial, likewise)",
+}
+"""Why an episode ended, by name."""
+
+_LAST_TEXT = 500  # characters of the model's last reply kept with a result
+
+
+@dataclass(slots=True)
+class ModelSide:
+    """What a chat policy's model did in one episode (all zero for a policy without a model).
+
+    Attributes:
+        turns: Model calls made.
+        text_replies: Replies without a tool call (neither in ``tool_calls`` nor readable in the text).
+        parsed_calls: Calls read out of the reply's text (the endpoint did not parse them).
+        refused_calls: Calls that did not become steps (unknown tool, bad arguments, refused by the server).
+        seconds: Time spent waiting for the model.
+        last_text: The last reply's text, cut to 500 characters.
+    """
+
+    turns: int = 0
+    text_replies: int = 0
+    parsed_calls: int = 0
+    refused_calls: int = 0
+    seconds: float = 0.0
+    last_text: str | None = None
+
+    def replied(self, text: str | None, seconds: float) -> None:
+        """Count one model call that answered ``text``."""
+        self.turns += 1
+        self.seconds += seconds
+        if text:
+            self.last_text = text if len(text) <= _LAST_TEXT else text[: _LAST_TEXT - 3] + "..."
 
 
 class RolloutEpisode:
@@ -74,6 +125,8 @@ class RolloutEpisode:
         self.done = first.done
         self.history = list(history)
         self.latencies: list[float] = []
+        self.end_reason: str | None = None  # a policy's word on why it stopped (one of END_REASONS)
+        self.model = ModelSide()
         self._client = client
 
     @property
@@ -112,7 +165,8 @@ Policy = Callable[[RolloutEpisode], Awaitable[None]]
 
 @dataclass(slots=True)
 class EpisodeResult:
-    """What one episode did."""
+    """What one episode did: its reward and steps, why it ended, its wall time (``seconds``, reset to close) and
+    the environment's (``env_seconds``, the steps), and the model's side for a chat policy."""
 
     seed: int
     task_id: str = ""
@@ -122,6 +176,14 @@ class EpisodeResult:
     done: bool = False
     error: str | None = None
     latencies: list[float] = field(default_factory=list)
+    end_reason: str = ""
+    seconds: float = 0.0
+    model: ModelSide = field(default_factory=ModelSide)
+
+    @property
+    def env_seconds(self) -> float:
+        """Time spent in the environment's steps."""
+        return sum(self.latencies)
 
 
 @dataclass(slots=True)
@@ -166,6 +228,18 @@ class Summary:
         ordered = self.latencies
         return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)] if ordered else 0.0
 
+    @property
+    def end_reasons(self) -> Counter[str]:
+        """How many episodes ended for each reason (:data:`END_REASONS`)."""
+        return Counter(r.end_reason for r in self.results if r.end_reason)
+
+    def _times(self) -> str:
+        n = len(self.results) or 1
+        wall = sum(r.seconds for r in self.results) / n
+        env = sum(r.env_seconds for r in self.results) / n
+        model = sum(r.model.seconds for r in self.results) / n
+        return f"mean {wall:.2f} s wall (environment {env:.2f} s, model {model:.2f} s)"
+
     def render(self) -> str:
         """The summary table printed at the end of a rollout."""
         n, failed = len(self.results), len(self.errors)
@@ -183,8 +257,22 @@ class Summary:
                 "throughput",
                 f"{n / self.seconds:.1f} episodes/s, {steps / self.seconds:.1f} steps/s in {self.seconds:.2f} s",
             ),
-            ("errors", str(failed) if failed else "none"),
+            ("episode time", self._times()),
+            ("ended", ", ".join(f"{reason} {count}" for reason, count in self.end_reasons.most_common()) or "-"),
         ]
+        turns = sum(r.model.turns for r in self.results)
+        if turns:
+            text_replies = sum(r.model.text_replies for r in self.results)
+            parsed = sum(r.model.parsed_calls for r in self.results)
+            refused = sum(r.model.refused_calls for r in self.results)
+            lines.append(
+                (
+                    "model turns",
+                    f"{turns / n:.2f} per episode; {text_replies} without a call, {parsed} calls read from the text, "
+                    f"{refused} calls refused",
+                )
+            )
+        lines.append(("errors", str(failed) if failed else "none"))
         text = [f"{label:<14}{value}" for label, value in lines]
         by_message = Counter(r.error for r in self.errors)
         for message, count in by_message.most_common(5):
@@ -284,10 +372,12 @@ async def _episode(
 ) -> EpisodeResult:
     seed = reset.seed
     result = EpisodeResult(seed=seed, task_id=reset.task_id or "")
+    started = time.perf_counter()
     try:
         first = await opened_reset(client, task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
     except (OpenEnvError, httpx.HTTPError) as exc:
-        result.error = f"reset: {_describe(exc)}"
+        result.error, result.end_reason = f"reset: {_describe(exc)}", "server_error"
+        result.seconds = time.perf_counter() - started
         return result
     episode = RolloutEpisode(client, server, first, seed)
     try:
@@ -297,13 +387,23 @@ async def _episode(
         await acting
     except (OpenEnvError, httpx.HTTPError) as exc:
         result.error = _describe(exc)
+        result.end_reason = "model_error" if isinstance(exc, PolicyError) else "server_error"
     finally:
         if await close_surely(client, episode.episode_id):  # cancelled (Ctrl-C) meanwhile: closed all the same
             raise asyncio.CancelledError
     result.task_id, result.episode_id = episode.task_id, episode.episode_id
     result.reward, result.steps, result.done = episode.reward, episode.steps, episode.done
-    result.latencies = episode.latencies
+    result.latencies, result.model = episode.latencies, episode.model
+    result.end_reason = result.end_reason or episode.end_reason or _ended(episode)
+    result.seconds = time.perf_counter() - started
     return result
+
+
+def _ended(episode: RolloutEpisode) -> str:
+    """Why an episode ended when its policy did not say: done, its step limit, or the policy stopped."""
+    if not episode.done:
+        return "stopped"
+    return "step_limit" if episode.last.info.get("truncated") else "done"
 
 
 def _describe(exc: BaseException) -> str:

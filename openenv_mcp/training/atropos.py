@@ -56,9 +56,9 @@ from openenv_mcp.environment.tasks import stratified_sample
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
 from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
+from openenv_mcp.rollout.endpoint import Completion
 from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
-from openenv_mcp.trajectories.turns import Turn
 
 __all__ = ["OpenEnvMCPEnv", "OpenEnvMCPEnvConfig", "Played", "TaskItem", "tokenize_transcript"]
 
@@ -126,16 +126,18 @@ class _ServerManagerPolicy(OpenAIPolicy):
     """The rollout runner's tool-calling loop, its completions asked of Atropos' server manager."""
 
     def __init__(self, server: Any, *, split: str, temperature: float, max_tokens: int, max_turns: int | None) -> None:
-        super().__init__(base_url="atropos-server-manager", model="", max_turns=max_turns, temperature=temperature)
+        # a reply without a call ends the episode (text_only) at once: a group's episodes stay as sampled
+        super().__init__(
+            base_url="atropos-server-manager", model="", max_turns=max_turns, temperature=temperature, reminders=0
+        )
         self._server = server
         self._split = split
         self._max_tokens = max_tokens
 
-    async def complete(
-        self, messages: list[ChatMessage], tools: list[dict[str, Any]], turns: list[Turn] | None = None
-    ) -> ChatMessage:
+    async def complete(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Completion:
         with contextlib.suppress(LookupError):  # outside an episode of ours nobody keeps the transcript
             _transcript.get().messages = messages
+        started = time.perf_counter()
         completion = await self._server.chat_completion(
             messages=messages,
             tools=tools,
@@ -145,11 +147,13 @@ class _ServerManagerPolicy(OpenAIPolicy):
             max_tokens=self._max_tokens,
             split=self._split,
         )
-        message = completion.choices[0].message
+        choice = completion.choices[0]
+        message = choice.message
         reply: ChatMessage = {"role": "assistant", "content": message.content}
         if message.tool_calls:
             reply["tool_calls"] = [call.model_dump(mode="json", exclude_none=True) for call in message.tool_calls]
-        return reply
+        model = str(getattr(completion, "model", "") or "")
+        return Completion(reply, choice.finish_reason, model, time.perf_counter() - started)
 
 
 class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]

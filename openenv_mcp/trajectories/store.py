@@ -4,8 +4,9 @@
     trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
     trajectory_steps     one row per step: tool and arguments, observation, reward (and its named scores and
                          their reasons), done, timings
-    trajectory_turns     one row per model call a capturing policy made: token ids and log-probabilities
-                         (written by the policy's side, joined to its episode by server and episode id)
+    trajectory_turns     one row per model call a chat policy made: the reply, its calls and what became of them,
+                         and with --capture-tokens its token ids and log-probabilities (written by the policy's
+                         side, joined to its episode by server and episode id)
 
 The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
@@ -29,17 +30,9 @@ from typing import Any
 from pydantic_core import from_json, to_json
 from sqlalchemy import (
     JSON,
-    BigInteger,
-    Boolean,
     Column,
     Engine,
-    Float,
-    Integer,
-    MetaData,
-    String,
     Table,
-    Text,
-    UniqueConstraint,
     bindparam,
     create_engine,
     event,
@@ -54,6 +47,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
+from openenv_mcp.trajectories.tables import STEP_COLUMNS, episodes, metadata, steps, toolsets, turns
 
 __all__ = [
     "STEP_COLUMNS",
@@ -66,74 +60,6 @@ __all__ = [
     "toolset_id",
 ]
 
-metadata = MetaData()
-
-toolsets = Table(
-    "trajectory_toolsets",
-    metadata,
-    Column("id", String(32), primary_key=True),
-    Column("server", String(128), nullable=False),
-    Column("description", Text, nullable=False),
-    Column("tools", JSON, nullable=False),
-    Column("created_at", Float, nullable=False),
-)
-
-episodes = Table(
-    "trajectory_episodes",
-    metadata,
-    Column("id", String(32), primary_key=True),
-    Column("episode_id", String(128), nullable=False, index=True),
-    Column("server", String(128), nullable=False, index=True),
-    Column("toolset_id", String(32), nullable=False),
-    Column("task_id", String(256), nullable=False, index=True),
-    Column("split", String(64), nullable=False, index=True),
-    Column("seed", BigInteger, nullable=False),
-    Column("prompt", Text, nullable=False),
-    Column("max_steps", Integer, nullable=False),
-    Column("created_at", Float, nullable=False, index=True),
-    Column("closed_at", Float),
-    Column("step_count", Integer, nullable=False, default=0),
-    Column("total_reward", Float, nullable=False, default=0.0),
-    Column("done", Boolean, nullable=False, default=False),
-    Column("dropped_steps", Integer, nullable=False, default=0),
-)
-
-steps = Table(
-    "trajectory_steps",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("trajectory_id", String(32), nullable=False),  # indexed by the unique (trajectory_id, step) below
-    Column("step", Integer, nullable=False),
-    Column("tool", String(128), nullable=False),
-    Column("arguments", JSON, nullable=False),
-    Column("content", JSON, nullable=False),
-    Column("structured_content", JSON),
-    Column("is_error", Boolean, nullable=False),
-    Column("reward", Float, nullable=False),
-    Column("done", Boolean, nullable=False),
-    Column("tool_seconds", Float, nullable=False),
-    Column("at", Float, nullable=False),
-    Column("scores", JSON),  # the grade's named parts (a rubric's components); NULL without them
-    Column("reasons", JSON),  # why, for the parts that say (an LLM judge's reason); NULL without them
-    UniqueConstraint("trajectory_id", "step"),
-)
-
-turns = Table(
-    "trajectory_turns",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("server", String(128), nullable=False),
-    Column("episode_id", String(128), nullable=False, index=True),
-    Column("turn", Integer, nullable=False),
-    Column("model", String(256), nullable=False),
-    Column("finish_reason", String(64)),
-    Column("prompt_ids", JSON, nullable=False),
-    Column("completion_ids", JSON, nullable=False),
-    Column("logprobs", JSON, nullable=False),
-    Column("at", Float, nullable=False),
-)
-
-STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")
 _PROGRESS = ("step_count", "total_reward", "done")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
@@ -143,7 +69,8 @@ _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
 class EpisodeFilter:
     """Which episodes to read (and export).
 
-    By default every episode with at least one step and none missing (see ``include_incomplete``).
+    By default every episode with none of its steps missing (see ``include_incomplete``), those without a step
+    included: an episode whose model never acted is data too.
 
     Attributes:
         split: Only this split (``train``, ``test``...).
@@ -151,6 +78,7 @@ class EpisodeFilter:
         min_reward: Only episodes whose total reward is at least this.
         done_only: Only episodes the environment finished (not abandoned or still open).
         include_incomplete: Also episodes with steps the recorder dropped (its queue was full) or lost.
+        min_steps: Only episodes with at least this many steps.
     """
 
     split: str | None = None
@@ -158,6 +86,7 @@ class EpisodeFilter:
     min_reward: float | None = None
     done_only: bool = False
     include_incomplete: bool = False
+    min_steps: int = 0
 
 
 def engine_url(url: str) -> str:
@@ -207,14 +136,14 @@ class TrajectoryStore:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._has_turns: bool | None = None
-        self._step_columns: list[Column[Any]] | None = None
+        self._columns: dict[str, list[Column[Any]]] = {}
 
     def create(self) -> None:
         """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
         try:
             metadata.create_all(self.engine, checkfirst=True)
             self._add_missing_columns()
-            self._step_columns = None
+            self._columns = {}
         except SQLAlchemyError as exc:
             raise ConfigError(
                 f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
@@ -238,10 +167,14 @@ class TrajectoryStore:
 
     def _select_steps(self, conn: Any) -> Any:
         """``select(steps)`` of the columns this database has (one made by an older version lacks the newest)."""
-        if self._step_columns is None:
-            have = {column["name"] for column in inspect(conn).get_columns(steps.name)}
-            self._step_columns = [column for column in steps.columns if column.name in have]
-        return select(*self._step_columns)
+        return self._select(conn, steps)
+
+    def _select(self, conn: Any, table: Table) -> Any:
+        """``select(table)`` of the columns of ``table`` this database has."""
+        if table.name not in self._columns:
+            have = {column["name"] for column in inspect(conn).get_columns(table.name)}
+            self._columns[table.name] = [column for column in table.columns if column.name in have]
+        return select(*self._columns[table.name])
 
     def check_readable(self) -> None:
         """Raise ConfigError unless the store exists and holds the trajectory tables (never creates a file)."""
@@ -359,7 +292,7 @@ class TrajectoryStore:
     def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:
         """Episodes matching ``where``, oldest first, each with its steps; streamed in chunks."""
         where = where or EpisodeFilter()
-        conditions = [episodes.c.step_count > 0]
+        conditions = [episodes.c.step_count >= where.min_steps]
         if where.split is not None:
             conditions.append(episodes.c.split == where.split)
         if where.server is not None:
@@ -405,14 +338,14 @@ class TrajectoryStore:
             after = (rows[-1]["created_at"], rows[-1]["id"])
 
     def _turns(self, conn: Any, rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
-        """The captured turns of ``rows``' episodes by (server, episode id); none in a store made before turns were."""
+        """The model turns of ``rows``' episodes by (server, episode id); none in a store made before turns were."""
         if self._has_turns is None:
             self._has_turns = inspect(conn).has_table(turns.name)
         found: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         if not self._has_turns:
             return found
         query = (
-            select(turns)
+            self._select(conn, turns)
             .where(turns.c.episode_id.in_(sorted({row["episode_id"] for row in rows})))
             .order_by(turns.c.episode_id, turns.c.turn, turns.c.id)
         )

@@ -1,18 +1,22 @@
-"""Token-exact turns: what a model was given and what it produced on each call, as token ids and log-probabilities.
+"""Model turns: what a chat model was asked and answered on each call, and what became of its answer.
 
-A chat policy asked to capture (``openenv-mcp rollout --policy openai --capture-tokens``) keeps one
-:class:`Turn` per model call, exactly as the inference server counted it, and hands an episode's
-turns to a :data:`TurnSink` when the episode ends. :class:`TurnRecorder` is the sink the command
-line uses: it writes them into the trajectory store, beside the steps the server records, keyed
-by the server's name and the episode's id. The exporter adds them to that episode's record
-(:func:`token_fields`), so a trainer never re-tokenizes a transcript. docs/capture.md shows the shape.
+A chat policy (``openenv-mcp rollout --policy openai``) keeps one :class:`Turn` per model call: the reply's
+text, the calls in it (those the endpoint parsed, and those read out of the text) and what became of each (the
+environment step it was, or the refusal the model got instead), the reminder a reply without a call got, a call
+that failed, and on the episode's last turn why the episode ended. With ``--capture-tokens`` a turn also holds
+its prompt and completion token ids and log-probabilities, exactly as the inference server counted them. The
+policy hands an episode's turns to a :data:`TurnSink` when the episode ends. :class:`TurnRecorder` is the sink
+the command line uses: it writes them into the trajectory store, beside the steps the server records, keyed by
+the server's name and the episode's id. The exporter rebuilds the conversation from them (the model's own text
+and call ids) and adds the tokens (:func:`token_fields`), so a trainer never re-tokenizes a transcript.
+docs/capture.md shows the shape.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -26,25 +30,50 @@ __all__ = ["Turn", "TurnRecorder", "TurnSink", "token_fields"]
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One model call, in the model's tokens.
+    """One model call.
 
     Attributes:
-        prompt_ids: The whole prompt as the server tokenized it (chat template applied).
-        completion_ids: The tokens the model sampled.
-        logprobs: The log-probability of each sampled token (one per ``completion_ids`` entry).
-        model: The model that answered (the response's ``model``).
+        model: The model that answered (the response's ``model``), else the one asked.
         finish_reason: Why it stopped (``tool_calls``, ``stop``, ``length``...).
+        text: The reply's text as the model wrote it.
+        content: The assistant message's text as the conversation went on with it: ``text`` without the calls a
+            parser read out of it (as a server-side parser leaves it).
+        calls: The calls, in order, each ``{"id", "name", "arguments"}`` (arguments as JSON text), ``source``
+            (``tool_calls``, or the parser that read it from the text), then ``step`` (the environment step it
+            became) or ``answer`` (what the model was told instead: the server's refusal, a problem with the
+            arguments, or that the episode had ended), and ``note`` (``schema_echo``) when reading it took more.
+        parse: When the text was parsed and something was found: ``{"parser": NAME, "problems": [...]}``.
+        reminder: What the model was told after a reply without a call.
+        error: The call failed: the endpoint's answer (a full context, a timeout...).
+        end_reason: On the episode's last turn: why the episode ended after it.
+        seconds: How long the model call took.
+        prompt_ids: The whole prompt as the server tokenized it (chat template applied); ``None``: not captured.
+        completion_ids: The tokens the model sampled; ``None``: not captured.
+        logprobs: The log-probability of each sampled token; ``None``: not captured.
     """
 
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]
     model: str
     finish_reason: str | None = None
+    text: str | None = None
+    content: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    parse: dict[str, Any] | None = None
+    reminder: str | None = None
+    error: str | None = None
+    end_reason: str | None = None
+    seconds: float = 0.0
+    prompt_ids: list[int] | None = None
+    completion_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+    @property
+    def captured(self) -> bool:
+        """Whether the turn carries its tokens."""
+        return self.prompt_ids is not None and self.completion_ids is not None and self.logprobs is not None
 
 
 TurnSink = Callable[[str, str, Sequence[Turn]], Awaitable[None]]
-"""Where a capturing policy sends an episode's turns: ``await sink(server_name, episode_id, turns)``."""
+"""Where a chat policy sends an episode's turns when it ends: ``await sink(server_name, episode_id, turns)``."""
 
 
 class TurnRecorder:
@@ -60,6 +89,7 @@ class TurnRecorder:
         self.url = url
         self.episodes = 0
         self.turns = 0
+        self.captured = 0  # turns with their tokens
         self._store: TrajectoryStore = TrajectoryStore(url)  # a malformed URL fails here
 
     async def __call__(self, server: str, episode_id: str, turns: Sequence[Turn]) -> None:
@@ -72,9 +102,18 @@ class TurnRecorder:
                 "turn": index,
                 "model": turn.model,
                 "finish_reason": turn.finish_reason,
-                "prompt_ids": turn.prompt_ids,
-                "completion_ids": turn.completion_ids,
-                "logprobs": turn.logprobs,
+                "prompt_ids": turn.prompt_ids or [],
+                "completion_ids": turn.completion_ids or [],
+                "logprobs": turn.logprobs or [],
+                "captured": turn.captured,
+                "text": turn.text,
+                "content": turn.content,
+                "calls": turn.calls,
+                "parse": turn.parse,
+                "reminder": turn.reminder,
+                "error": turn.error,
+                "end_reason": turn.end_reason,
+                "seconds": turn.seconds,
                 "at": at,
             }
             for index, turn in enumerate(turns, start=1)
@@ -83,6 +122,7 @@ class TurnRecorder:
             await anyio.to_thread.run_sync(self._store.write_turns, rows)
         self.episodes += 1
         self.turns += len(rows)
+        self.captured += sum(1 for turn in turns if turn.captured)
 
     async def __aenter__(self) -> Self:
         await anyio.to_thread.run_sync(self._store.create)  # an unreachable store is a ConfigError, before any episode
@@ -95,7 +135,10 @@ class TurnRecorder:
 
 
 def token_fields(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """An episode's stored turns as the export's ``turns`` and ``tokens`` fields (docs/capture.md).
+    """An episode's stored turns with tokens as the export's ``turns`` and ``tokens`` fields (docs/capture.md).
+
+    Turns without tokens (a policy that did not capture, a call that failed) are left out; ``{}`` when none has
+    them. A row written before turns could be uncaptured (``captured`` unset) has its tokens.
 
     ``turns`` lists each model call: ``prompt_ids``, ``completion_ids``, ``logprobs``, ``model``,
     ``finish_reason``. ``tokens`` is the episode as one sequence for a trainer that concatenates
@@ -114,7 +157,10 @@ def token_fields(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "finish_reason": turn["finish_reason"],
         }
         for turn in turns
+        if turn.get("captured") is not False
     ]
+    if not listed:
+        return {}
     return {"turns": listed, "tokens": _concatenated(listed)}
 
 

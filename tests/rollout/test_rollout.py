@@ -205,7 +205,8 @@ def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(t
             "--episodes", "3", "--concurrency", "2", "--seed", "10", "--no-progress", OPENENV_TRAJECTORIES=store,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"captured the tokens of 9 model calls in 3 episodes into {store}" in done.stderr
+    assert f"recorded 9 model turns of 3 episodes (9 with their tokens) into {store}" in done.stderr
+    assert "prompt ids from the answer" in done.stderr  # the pre-flight check saw where the tokens are
     assert all(r["logprobs"] is True and r["return_token_ids"] is True for r in scripted.requests)
     exported = subprocess.run(
         [*CLI, "trajectories", "export", "--url", store], capture_output=True, text=True, timeout=60, check=True
@@ -216,6 +217,7 @@ def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(t
     for record in records:
         turns = record["turns"]
         assert [t["finish_reason"] for t in turns] == ["tool_calls"] * 3 and {t["model"] for t in turns} == {"scripted"}
+        assert record["end_reason"] == "done" and len(record["model_turns"]) == 3
         for turn in turns:  # each call's ids and logprobs, byte for byte as the model server sent them
             sent = answered[json.dumps(turn["prompt_ids"])]
             assert json.dumps(turn["completion_ids"]) == json.dumps(sent["completion_ids"])
@@ -237,19 +239,20 @@ def test_rollout_captures_the_model_tokens_and_the_export_carries_them_exactly(t
         assert b"No tool 'drop_everything'" in environment_text and b"categories" in environment_text
 
 
-def test_capture_from_an_endpoint_that_reports_no_tokens_fails_each_episode_clearly(
+def test_capture_from_an_endpoint_that_reports_no_tokens_is_refused_before_any_episode(
     sql_server: LiveServer, model: tuple[str, ScriptedModel], tmp_path: Path
 ) -> None:
-    base_url, _ = model
+    base_url, scripted = model
+    before = len(scripted.requests)
     store = f"sqlite:///{tmp_path / 'capture.db'}"
     done = rollout(
         sql_server.url, "--policy", "openai", "--model", "m", "--base-url", base_url, "--capture-tokens",
         "--episodes", "2", "--seed", "300", "--no-progress", OPENENV_TRAJECTORIES=store,
     )  # fmt: skip
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert summary_line(done.stdout, "episodes") == "2 (0 ok, 2 errors)"
-    assert "2 x PolicyError: No prompt_token_ids in the answer: the chat endpoint" in done.stdout
-    assert "captured the tokens of 0 model calls in 0 episodes" in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "The model endpoint failed its pre-flight check" in done.stderr
+    assert "No logprobs.content[].logprob in the answer: the chat endpoint" in done.stderr
+    assert len(scripted.requests) == before  # not one episode was played
 
 
 def test_rollout_cli_explains_bad_input() -> None:

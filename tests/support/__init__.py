@@ -67,9 +67,16 @@ def serve_app(app: Any, *, until: Callable[[], bool] | None = None) -> Iterator[
 
 
 @contextmanager
-def live_server(env: Environment[Any, Any], **settings: Any) -> Iterator[LiveServer]:
-    """Serve ``env`` with uvicorn on a free port in a background thread, as ``openenv-mcp serve`` does."""
+def live_server(env: Environment[Any, Any], *, record: bool = False, **settings: Any) -> Iterator[LiveServer]:
+    """Serve ``env`` with uvicorn on a free port in a background thread, as ``openenv-mcp serve`` does.
+
+    ``record``: also record trajectories, into the store of the ``trajectories`` setting (written when it stops).
+    """
     runtime = build_runtime(env, Settings(**{"port": 0, **settings}))
+    if record:
+        from openenv_mcp.trajectories import record_trajectories
+
+        record_trajectories(runtime)
     app = build_app(runtime)
     # the MCP door loads once serving (a client waits for it too)
     with serve_app(app, until=lambda: not app.state.mcp.loading) as url:

@@ -54,30 +54,27 @@ class ScriptedModel:
 
     def __init__(self, fail_task: str | None = None, *, tokens: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.checks: list[dict[str, Any]] = []
         self.fail_task = fail_task
         self.tokens = tokens
         self.captured: list[dict[str, Any]] = []
-        by_prompt = {task.prompt: task for task in TASKS}
+        by_prompt: dict[str, Any] = {task.prompt: task for task in TASKS}
         self.app = FastAPI()
 
         @self.app.post("/v1/chat/completions")
         async def complete(request: Request) -> JSONResponse:
             body = await request.json()
-            self.requests.append({"authorization": request.headers.get("authorization"), **body})
             messages = body["messages"]
-            task = by_prompt[next(m["content"] for m in messages if m["role"] == "user")]
-            if task.id == self.fail_task:
+            task = by_prompt.get(next(m["content"] for m in messages if m["role"] == "user"))
+            if task is not None and task.id == self.fail_task:
                 return JSONResponse({"error": {"message": "the model is overloaded"}}, status_code=500)
-            turn = sum(1 for m in messages if m["role"] == "assistant")
-            if turn == 0:
-                message = call(turn, "drop_everything", "{}")
-            elif turn == 1:
-                message = call(turn, "list_tables", "{}")
-            elif turn == 2:
-                sql = gold(task.id) if even_task(task.id) else WRONG
-                message = call(turn, "submit_answer", json.dumps({"sql": sql}))
+            sent = {"authorization": request.headers.get("authorization"), **body}
+            if task is None:  # the policy's pre-flight check, before any episode
+                self.checks.append(sent)
+                message: dict[str, Any] = {"role": "assistant", "content": "OK"}
             else:
-                message = {"role": "assistant", "content": "I have answered."}
+                self.requests.append(sent)
+                message = scripted_turn(task, sum(1 for m in messages if m["role"] == "assistant"))
             if not (self.tokens and body.get("logprobs") and body.get("return_token_ids")):
                 return reply(message)
             ids = [*message_tokens(message), END]
@@ -85,6 +82,18 @@ class ScriptedModel:
             logprobs[-1] = -9999.0  # vLLM's stand-in for minus infinity
             self.captured.append({"prompt_ids": prompt_tokens(messages), "completion_ids": ids, "logprobs": logprobs})
             return reply(message, tokens=self.captured[-1])
+
+
+def scripted_turn(task: SqlTask, turn: int) -> dict[str, Any]:
+    """The scripted model's reply on ``turn`` (0, 1, ...) of ``task``."""
+    if turn == 0:
+        return call(turn, "drop_everything", "{}")
+    if turn == 1:
+        return call(turn, "list_tables", "{}")
+    if turn == 2:
+        sql = gold(task.id) if even_task(task.id) else WRONG
+        return call(turn, "submit_answer", json.dumps({"sql": sql}))
+    return {"role": "assistant", "content": "I have answered."}
 
 
 # a chat template in miniature: START role body END per message, then START assistant to generate

@@ -306,7 +306,7 @@ async def test_trajectories_are_recorded_into_postgresql() -> None:
 
 @pytest.fixture
 def recorded(store_url: str) -> Iterator[str]:
-    """A store with four episodes: sql-001 solved, sql-002 failed, a test-split episode, and one step-less."""
+    """A store with four episodes: sql-001 solved, sql-002 failed, a test-split episode, and one without a step."""
 
     async def record() -> None:
         runtime, _ = sim_runtime(store_url)
@@ -319,7 +319,7 @@ def recorded(store_url: str) -> Iterator[str]:
         await runtime.call("submit_answer", {"rows": [["nothing", 1]]}, failed)
         tested = (await runtime.reset(split="test", seed=3)).episode_id
         await runtime.call("list_tables", {}, tested)
-        await runtime.reset(seed=4)  # no step: not exported
+        await runtime.reset(seed=4)  # no step: exported all the same (an episode whose model never acted is data)
         await runtime.stop()
 
     anyio.run(record)
@@ -340,7 +340,7 @@ def export(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_export_writes_chat_records_with_tool_calls_and_rewards(recorded: str) -> None:
     done = export("--url", recorded)
     assert done.returncode == 0, done.stderr
-    assert "exported 3 episodes" in done.stderr
+    assert "exported 4 episodes" in done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     solved = records[0]
     assert solved["task_id"] == "sql-001" and solved["split"] == "train" and solved["seed"] == 1
@@ -361,6 +361,8 @@ def test_export_writes_chat_records_with_tool_calls_and_rewards(recorded: str) -
     run_query = solved["tools"][2]
     assert run_query["type"] == "function" and run_query["function"]["parameters"]["required"] == ["sql"]
     assert records[1]["task_id"] == "sql-002" and records[1]["reward"] < 1.0
+    idle = records[3]  # no step: the prompt and nothing after it, reward 0
+    assert ([m["role"] for m in idle["messages"]], idle["rewards"], idle["reward"]) == (["system", "user"], [], 0.0)
 
 
 def test_export_filters_by_split_reward_server_and_done(recorded: str, tmp_path: Path) -> None:
@@ -371,18 +373,20 @@ def test_export_filters_by_split_reward_server_and_done(recorded: str, tmp_path:
         return [json.loads(line)["task_id"] for line in out.read_text().splitlines()]
 
     everything = task_ids()
-    assert len(everything) == 3
-    assert task_ids("--split", "train") == ["sql-001", "sql-002"]
+    assert len(everything) == 4
+    idle = everything[3]
+    assert task_ids("--min-steps", "1") == everything[:3]
+    assert task_ids("--split", "train") == ["sql-001", "sql-002", idle]
     assert task_ids("--min-reward", "1") == ["sql-001"]
     assert task_ids("--done-only") == ["sql-001", "sql-002"]
     assert task_ids("--server", "sql") == everything
     assert task_ids("--server", "email") == []
-    assert len(task_ids("--split", "test")) == 1
+    assert len(task_ids("--split", "test")) == 1 and environment.tasks().get(idle).split == "train"
 
 
 def test_export_reads_the_store_servers_record_into(recorded: str) -> None:
     done = export(OPENENV_TRAJECTORIES=recorded)
-    assert done.returncode == 0 and len(done.stdout.splitlines()) == 3
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 4
 
 
 def test_export_of_a_missing_store_says_so_without_creating_it(tmp_path: Path) -> None:
@@ -402,7 +406,7 @@ def test_exported_records_load_with_datasets_and_round_trip(recorded: str, tmp_p
     assert export("--url", recorded, "--output", str(out)).returncode == 0
     written = [json.loads(line) for line in out.read_text().splitlines()]
     loaded = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
-    assert loaded.num_rows == 3
+    assert loaded.num_rows == 4
     assert [dict(row) for row in loaded] == written
 
 
@@ -490,7 +494,7 @@ def test_captured_turns_join_their_episode_in_a_store_made_before_turns_existed(
         conn.execute(text("DROP TABLE trajectory_turns"))  # as a file written by an older version
     engine.dispose()
     before = list(iter_records(recorded))
-    assert len(before) == 3 and not any("turns" in r or "tokens" in r for r in before)
+    assert len(before) == 4 and not any("turns" in r or "tokens" in r for r in before)
     solved, failed = before[0]["episode_id"], before[1]["episode_id"]
     exact = [
         Turn(prompt_ids=[7, 8], completion_ids=[9, 10], logprobs=[-0.1, -1e-07], model="m", finish_reason="tool_calls"),

@@ -1,0 +1,101 @@
+"""The trajectory store's four tables (see :mod:`~openenv_mcp.trajectories.store` for what each holds).
+
+Columns are only ever added, and only nullable ones, so a database an older version made keeps working.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = ["STEP_COLUMNS", "episodes", "metadata", "steps", "toolsets", "turns"]
+
+metadata = MetaData()
+
+toolsets = Table(
+    "trajectory_toolsets",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("server", String(128), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("tools", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+episodes = Table(
+    "trajectory_episodes",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("episode_id", String(128), nullable=False, index=True),
+    Column("server", String(128), nullable=False, index=True),
+    Column("toolset_id", String(32), nullable=False),
+    Column("task_id", String(256), nullable=False, index=True),
+    Column("split", String(64), nullable=False, index=True),
+    Column("seed", BigInteger, nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("max_steps", Integer, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("closed_at", Float),
+    Column("step_count", Integer, nullable=False, default=0),
+    Column("total_reward", Float, nullable=False, default=0.0),
+    Column("done", Boolean, nullable=False, default=False),
+    Column("dropped_steps", Integer, nullable=False, default=0),
+)
+
+steps = Table(
+    "trajectory_steps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trajectory_id", String(32), nullable=False),  # indexed by the unique (trajectory_id, step) below
+    Column("step", Integer, nullable=False),
+    Column("tool", String(128), nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("content", JSON, nullable=False),
+    Column("structured_content", JSON),
+    Column("is_error", Boolean, nullable=False),
+    Column("reward", Float, nullable=False),
+    Column("done", Boolean, nullable=False),
+    Column("tool_seconds", Float, nullable=False),
+    Column("at", Float, nullable=False),
+    Column("scores", JSON),  # the grade's named parts (a rubric's components); NULL without them
+    Column("reasons", JSON),  # why, for the parts that say (an LLM judge's reason); NULL without them
+    UniqueConstraint("trajectory_id", "step"),
+)
+
+turns = Table(
+    "trajectory_turns",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("server", String(128), nullable=False),
+    Column("episode_id", String(128), nullable=False, index=True),
+    Column("turn", Integer, nullable=False),
+    Column("model", String(256), nullable=False),
+    Column("finish_reason", String(64)),
+    Column("prompt_ids", JSON, nullable=False),
+    Column("completion_ids", JSON, nullable=False),
+    Column("logprobs", JSON, nullable=False),
+    Column("at", Float, nullable=False),
+    # added with model turns (issue 25); NULL in rows written before, which were all captured turns
+    Column("captured", Boolean),  # false: the token columns are empty lists, not the turn's tokens
+    Column("text", Text),
+    Column("content", Text),
+    Column("calls", JSON),
+    Column("parse", JSON),
+    Column("reminder", Text),
+    Column("error", Text),
+    Column("end_reason", String(32)),
+    Column("seconds", Float),
+)
+
+STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")
