@@ -97,11 +97,27 @@ def test_the_scripted_policy_solves_the_shipped_tasks_and_the_report_stands_alon
     assert "src=" not in page and "href=" not in page and "<script" not in page
 
 
+# Test splits too large to evaluate whole here: a fixed sample of their test tasks (their task-set tests play more).
+SAMPLES = {
+    "coding": [
+        "coding-017",
+        "coding-019",
+        "coding-021",
+        "coding-024",
+        "coding-g1-line-pipeline-2b24c0",
+        "coding-g1-list-pipeline-fec640",
+        "coding-g1-components-3ff3f9",
+        "coding-g1-string-functions-075927",
+    ],
+}
+
+
 @pytest.mark.parametrize(("name", "tasks"), [("email", 6), ("coding", 8), ("memory", 6)])
 def test_the_scripted_policy_solves_every_test_task_of_each_shipped_environment(
     workdir: Path, name: str, tasks: int
 ) -> None:
-    done = run_eval(workdir, name, "-k", "1")  # the server started by name, in sim mode
+    only = [argument for task in SAMPLES.get(name, []) for argument in ("--task", task)]
+    done = run_eval(workdir, name, "-k", "1", *only)  # the server started by name, in sim mode
     assert done.returncode == 0, done.stderr
     results = json.loads((workdir / "eval-results" / "results.json").read_text())
     assert results["run"]["policy"] == "scripted"
