@@ -341,8 +341,7 @@ def _collatz(n: int) -> int:
 
 
 @functools.cache
-def _primes() -> list[int]:
-    limit = 300_000
+def _primes(limit: int) -> list[int]:
     sieve = bytearray([1]) * limit
     sieve[0:2] = b"\0\0"
     for i in range(2, int(limit**0.5) + 1):
@@ -352,7 +351,8 @@ def _primes() -> list[int]:
 
 
 def _nth_prime(k: int) -> int:
-    return _primes()[k - 1]
+    """The k-th prime, from a sieve just large enough (the k-th prime is below k (ln k + ln ln k) for k >= 6)."""
+    return _primes(300_000 if k > 100 else 600)[k - 1]
 
 
 def _base(n: int, b: int) -> str:
