@@ -192,6 +192,21 @@ def test_the_same_seed_gives_the_same_episode_and_another_seed_another_document(
     assert first[0] != other[0] and first[1] != other[1]
 
 
+def test_single_clicks_at_one_point_stay_single_clicks_however_fast_they_come(desktop: LiveServer) -> None:
+    def shot(result: StepResult) -> str:
+        block = result.observation.content[0]
+        assert isinstance(block, ImageBlock)
+        return block.data
+
+    with EnvClient(desktop.url) as env:
+        env.reset(task_id="menu-00", seed=1)  # a word on the first line, under (20, 67)
+        once = shot(act(env, "click", x=20, y=67))
+        again = shot(act(env, "click", x=20, y=67))  # no double click (a replay sends it at once)
+        double = shot(act(env, "click", x=20, y=67, clicks=2))  # a double click selects the word
+        env.close_episode()
+    assert again == once and double != once
+
+
 def test_mouse_drag_selects_and_scroll_moves_the_view(desktop: LiveServer) -> None:
     with EnvClient(desktop.url) as env:
         episode = env.reset(task_id="type-03", seed=1).episode_id
