@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openenv_mcp.servers.desktop.backends import Scenario
-from openenv_mcp.servers.desktop.editor import sort_lines
 from openenv_mcp.servers.desktop.tasks import FORMAT_ITEMS, FORMAT_MENU, HOW, NAMES, WORDS, DesktopTask
 
 __all__ = ["TEST_NAMES", "TEST_PAIRS", "TEST_WORDS", "TRAIN_PAIRS", "VERSION", "EditTask", "composition", "generate"]
@@ -88,8 +87,9 @@ class Edit:
             return text.split("\n", 1)[1]
         if self.kind == "replace":
             return text.replace(self.find, self.replace_with)
-        if self.kind == "sort":
-            return sort_lines(text)
+        if self.kind == "sort":  # as the editor's Format > Sort Lines: code-point order, the final newline stays
+            lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+            return "\n".join(sorted(lines)) + ("\n" if text.endswith("\n") else "")
         return text.upper() if self.kind == "upper" else text.lower()
 
     def actions(self) -> list[tuple[str, dict[str, Any]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -345,12 +346,15 @@ def _primes(limit: int) -> list[int]:
     return [i for i in range(limit + 1) if sieve[i]]
 
 
-_SMALL_PRIMES = _primes(31623)  # enough to factor any x <= 10^9
+@functools.cache
+def _small_primes() -> list[int]:
+    """Enough primes to factor any x <= 10^9 (made on first use, not at import)."""
+    return _primes(31623)
 
 
 def _factor(x: int) -> dict[int, int]:
     found: dict[int, int] = {}
-    for prime in _SMALL_PRIMES:
+    for prime in _small_primes():
         if prime * prime > x:
             break
         while x % prime == 0:
