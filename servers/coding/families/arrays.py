@@ -196,7 +196,7 @@ class RangeQueries(ProgramFamily):
     def statement(self, p: Params) -> str:
         values = "between 0 and 1000" if p["op"] == "xor" else "between -1000 and 1000"
         return (
-            f"The first line holds n and q (1 <= n <= 50000, 1 <= q <= 5000); the second line holds n integers "
+            f"The first line holds n and q (1 <= n <= 20000, 1 <= q <= 4000); the second line holds n integers "
             f"{values}. Each of the next q lines holds a query: two integers {self.BOUNDS[p['bounds']]}. For each "
             f"query print {self.OPS[p['op']]} those values."
         )
@@ -218,8 +218,8 @@ class RangeQueries(ProgramFamily):
             ([5], [(0, 1)]),
             ([0, 0, 0], [(0, 3), (1, 2)]),
             self._case(p, rng, 40, 30, 1000),
-            (ints(rng, 50000, 0 if p["op"] == "xor" else -1000, 1000), [(0, 50000)]),
-            self._case(p, rng, 50000, 5000, 1000),
+            (ints(rng, 20000, 0 if p["op"] == "xor" else -1000, 1000), [(0, 20000)]),
+            self._case(p, rng, 20000, 4000, 1000),
         ]
 
     def render(self, p: Params, data: Any) -> str:

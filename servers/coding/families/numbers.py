@@ -216,7 +216,7 @@ class Recurrence(ProgramFamily):
     powers); the test split holds out two coefficient pairs."""
 
     name = "recurrence"
-    SIZES: ClassVar[dict[str, Any]] = {"table": (5000, 100_000), "huge": (500, 10**18)}
+    SIZES: ClassVar[dict[str, Any]] = {"table": (5000, 100_000), "huge": (300, 10**18)}
 
     def grid(self) -> Iterator[dict[str, Any]]:
         for c1 in (1, 2, 3):
