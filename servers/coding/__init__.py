@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.coding.backends import CodingBackend, ProdBackend, SimBackend
+from openenv_mcp.servers.coding.problem import CodingTask
 from openenv_mcp.servers.coding.settings import CodingSettings
-from openenv_mcp.servers.coding.tasks import CodingTask, grade, load_tasks, solve
+from openenv_mcp.servers.coding.tasks import grade, load_tasks, solve
 from openenv_mcp.servers.coding.tools import tools
 
 __all__ = ["environment"]

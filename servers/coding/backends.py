@@ -26,7 +26,7 @@ from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 from openenv_mcp.servers.coding.settings import CodingSettings
 
 if TYPE_CHECKING:
-    from openenv_mcp.servers.coding.tasks import CodingTask
+    from openenv_mcp.servers.coding.problem import CodingTask, Problem
 
 __all__ = ["CodingBackend", "ProdBackend", "SimBackend"]
 
@@ -103,9 +103,9 @@ class _Backend:
 class SimBackend(_Backend):
     """One episode: its own directory and uid, the task's hidden tests, runs seeded by the episode."""
 
-    def __init__(self, sandbox: Sandbox, workspace: Workspace, suite: TestSuite, seed: int, runs: int = 0) -> None:
+    def __init__(self, sandbox: Sandbox, workspace: Workspace, problem: Problem, seed: int, runs: int = 0) -> None:
         super().__init__(sandbox, workspace, hash_seed=seed)
-        self._suite = suite
+        self._problem = problem  # its hidden tests are built at the first submission, off the event loop
         self._seed = seed
         self._runs = runs  # runs and submissions so far: each draws its entropy from the seed and its number
 
@@ -116,7 +116,7 @@ class SimBackend(_Backend):
     @classmethod
     async def open(cls, task: CodingTask, seed: int, settings: CodingSettings) -> SimBackend:
         sandbox = await Sandbox.for_settings(settings)
-        return cls(sandbox, await sandbox.open_workspace(), task.suite, seed)
+        return cls(sandbox, await sandbox.open_workspace(), task.problem, seed)
 
     async def fork(self) -> SimBackend:
         """Fast-path fork: a new workspace and uid holding a copy of this one's files (same seed and tests)."""
@@ -126,7 +126,7 @@ class SimBackend(_Backend):
         except OSError as exc:
             await self.sandbox.close_workspace(workspace)
             raise BackendUnavailable(f"Cannot copy the workspace {self.workspace.path}: {exc.strerror}") from None
-        return SimBackend(self.sandbox, workspace, self._suite, self._seed, self._runs)
+        return SimBackend(self.sandbox, workspace, self._problem, self._seed, self._runs)
 
     async def aclose(self) -> None:
         await self.sandbox.close_workspace(self.workspace)
@@ -135,7 +135,7 @@ class SimBackend(_Backend):
         return await self._run(code, stdin, timeout_s)
 
     async def submit(self, code: str) -> SubmitResult:
-        return await self._judge(code, self._suite)
+        return await self._judge(code, await asyncio.to_thread(self._problem.suite))
 
 
 def _copy_tree(source: Workspace, target: Workspace, relative: str = ".") -> None:

@@ -30,10 +30,15 @@ class TestCase:
 
 @dataclass(frozen=True, slots=True)
 class TestSuite:
-    """Hidden tests and the time each may take: a task's, or the operator's acceptance tests in prod."""
+    """Hidden tests and the time each may take: a task's, or the operator's acceptance tests in prod.
+
+    ``harness``: code run after the submitted program in each test (a function task's: it reads the calls from
+    stdin and prints what the function returns); empty for a whole program.
+    """
 
     tests: tuple[TestCase, ...]
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    harness: str = ""
 
 
 async def judge(
@@ -51,11 +56,12 @@ async def judge(
     """
     failures = []
     tests = suite.tests
+    program = code + suite.harness
     for number, test in enumerate(tests, start=1):
         async with sandbox.scratch_workspace(home) as workspace:
             outcome = await sandbox.run(
                 workspace,
-                code,
+                program,
                 stdin=test.input,
                 timeout_s=suite.time_limit_s,
                 hash_seed=hash_seed,

@@ -6,13 +6,20 @@ graded from the documents it saves and its window title. Prod: the X display in 
 
 from __future__ import annotations
 
-from openenv_mcp import Environment, ProdService
+from openenv_mcp import Environment, ProdService, TaskSet
 from openenv_mcp.servers.desktop.backends import DesktopBackend, ProdDesktop, SimDesktop
+from openenv_mcp.servers.desktop.generator import generate
 from openenv_mcp.servers.desktop.settings import DesktopSettings
-from openenv_mcp.servers.desktop.tasks import DesktopTask, grade, load_tasks, solve
+from openenv_mcp.servers.desktop.tasks import DesktopTask, grade, solve, written
 from openenv_mcp.servers.desktop.tools import tools
 
-__all__ = ["environment"]
+__all__ = ["environment", "load_tasks"]
+
+
+def load_tasks() -> TaskSet:
+    """The hand-written tasks and the generated ones (``generator.py``), in train and test."""
+    return TaskSet([*written(), *generate()])
+
 
 environment: Environment[DesktopBackend, DesktopTask] = Environment(
     name="desktop",

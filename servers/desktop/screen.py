@@ -42,6 +42,10 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 Frame = tuple[bytes, int, int]  # BGRX rows, width, height
 _FRAME_INTERVAL = 0.03  # seconds between frames when waiting for a settled screen
+# Two presses of one button this close (in pixels and seconds) make a double click to Tk (tkBind.c: 5 px, 500 ms)
+# and most toolkits: a press asked for alone waits until it cannot join the one before.
+_NEARBY_PIXELS = 5
+_MULTI_CLICK_S = 0.6
 
 
 class Screen:
@@ -68,6 +72,7 @@ class Screen:
         self._closed = False
         self._png = BandEncoder()
         self._encoding = threading.Lock()  # the band cache is one screen's
+        self._last_press: tuple[float, int, int, int] | None = None  # when, where, which button
 
     def _x(self) -> XInput:
         """The display's connection, opened on first use (blocking: call it in a worker thread)."""
@@ -192,11 +197,23 @@ class Screen:
         await self._act(lambda x: x.type(text, self.settings.type_delay_ms))
         return f"type {len(text)} characters"
 
+    async def _apart(self, x: int, y: int, button: int) -> None:
+        """Let a press start a click of its own: never the second half of a double click with the previous press
+        (same button, nearby, within the double-click interval), whose timing an agent does not control and a
+        replay does not repeat."""
+        last = self._last_press
+        if last is not None and last[3] == button and max(abs(last[1] - x), abs(last[2] - y)) <= _NEARBY_PIXELS:
+            wait = last[0] + _MULTI_CLICK_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+
     async def click(self, x: int, y: int, button: str, clicks: int) -> str:
         await self.check_point(x, y)
         delay = 80 if clicks > 1 else 0  # well inside any double-click interval
+        await self._apart(x, y, BUTTONS[button])
         await self._arrive(x, y)
         await self._act(lambda xi: xi.click(BUTTONS[button], clicks, delay))
+        self._last_press = (time.monotonic(), x, y, BUTTONS[button])
         return f"click {button} at ({x}, {y})" + (f" x{clicks}" if clicks > 1 else "")
 
     async def move(self, x: int, y: int) -> str:
@@ -208,6 +225,7 @@ class Screen:
         await self.check_point(x, y)
         await self.check_point(to_x, to_y)
         code = BUTTONS[button]
+        await self._apart(x, y, code)
         await self._arrive(x, y)
 
         def run(xi: XInput) -> None:
@@ -217,6 +235,7 @@ class Screen:
             xi.button(code, down=False)
 
         await self._act(run)
+        self._last_press = (time.monotonic(), x, y, code)
         return f"drag {button} from ({x}, {y}) to ({to_x}, {to_y})"
 
     async def scroll(self, x: int, y: int, direction: str, amount: int) -> str:

@@ -23,13 +23,13 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openenv_mcp import Task, TaskSet
+from openenv_mcp import Task
 from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.desktop.backends import AppState, DesktopBackend, Scenario
 
-__all__ = ["DesktopTask", "grade", "load_tasks", "parts", "score", "solve"]
+__all__ = ["HOW", "DesktopTask", "grade", "parts", "score", "solve", "written"]
 
-Kind = Literal["type", "save", "menu", "replace"]
+Kind = Literal["type", "save", "menu", "replace", "edits"]
 Operation = Literal["sort", "upper", "lower"]
 
 WORDS = (
@@ -51,6 +51,11 @@ OPERATIONS: dict[Operation, str] = {
     "upper": "turn all of its text to capital letters (Format > UPPERCASE)",
     "lower": "turn all of its text to small letters (Format > lowercase)",
 }
+EASY = "easy"  # a hand-written task is one edit (see the README's tier rule)
+# Where the editor draws its Format menu and that menu's items: its window starts at the screen's top left
+# and its layout and fonts are fixed, so these hold at every screen size.
+FORMAT_MENU = (118, 39)
+FORMAT_ITEMS: dict[Operation, tuple[int, int]] = {"upper": (146, 84), "lower": (141, 106), "sort": (140, 128)}
 TASKS_PER_KIND = 12
 TEST_PER_KIND = 3
 MAX_SAVED_FILES = 64
@@ -109,6 +114,25 @@ class DesktopTask(Task):
             expect_text=before.replace(self.find, self.replace_with),
         )
 
+    def actions(self) -> list[tuple[str, dict[str, Any]]]:
+        """The GUI actions that do the task (its reference solution)."""
+        if self.kind == "type":
+            return [("type_text", {"text": self.text}), ("key", {"keys": "ctrl+s"})]
+        if self.kind == "save":  # Save As opens with the file name selected: typing replaces it
+            return [("key", {"keys": "ctrl+shift+s"}), ("type_text", {"text": self.file}), ("key", {"keys": "Return"})]
+        if self.kind == "menu":
+            (menu_x, menu_y), (x, y) = FORMAT_MENU, FORMAT_ITEMS[self.operation]
+            return [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y}), ("key", {"keys": "ctrl+s"})]
+        return [
+            ("key", {"keys": "ctrl+h"}),
+            ("type_text", {"text": self.find}),
+            ("key", {"keys": "Tab"}),
+            ("type_text", {"text": self.replace_with}),
+            ("key", {"keys": "alt+a"}),  # Replace All
+            ("key", {"keys": "Escape"}),
+            ("key", {"keys": "ctrl+s"}),
+        ]
+
 
 def _sentence(rng: random.Random, *, names: bool = False) -> str:
     words = rng.sample(WORDS, rng.randint(4, 7))
@@ -118,7 +142,7 @@ def _sentence(rng: random.Random, *, names: bool = False) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-_HOW = (
+HOW = (
     "\n\nThe screen shows a text editor (title bar with the document's name, menus File, Edit, Format, "
     "Help). Act with the tools screenshot, key, type_text, click, move_mouse, drag and scroll; every action "
     "returns the screen after it."
@@ -142,20 +166,29 @@ def _task(kind: Kind, index: int) -> DesktopTask:
             f"The document {file} is open and empty. Type {how_many} into it, without the quotes, "
             f"then save it (File > Save or Ctrl+S):\n{shown}"
         )
-        return DesktopTask(task_id, split, prompt + _HOW, kind=kind, file=file, text=text, distractors=distractors)
+        return DesktopTask(
+            task_id, split, prompt + HOW, kind=kind, file=file, text=text, distractors=distractors, difficulty=EASY
+        )
     if kind == "save":
         file = f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randint(1, 99)}.txt"
         prompt = (
             f"The editor holds a new document that was never saved. Save it in the Documents folder under "
             f'the name "{file}" (File > Save As...).'
         )
-        return DesktopTask(task_id, split, prompt + _HOW, kind=kind, file=file, distractors=distractors)
+        return DesktopTask(task_id, split, prompt + HOW, kind=kind, file=file, distractors=distractors, difficulty=EASY)
     if kind == "menu":
         operation: Operation = ("sort", "upper", "lower")[index % 3]
-        file = rng.choice(("list.txt", "words.txt", "notes.txt", "inventory.txt"))
+        file = ("list.txt", "words.txt", "notes.txt", "inventory.txt")[index // 3]  # each (file, operation) once
         prompt = f"The document {file} is open. Use the Format menu to {OPERATIONS[operation]}, then save it."
         return DesktopTask(
-            task_id, split, prompt + _HOW, kind=kind, file=file, operation=operation, distractors=distractors
+            task_id,
+            split,
+            prompt + HOW,
+            kind=kind,
+            file=file,
+            operation=operation,
+            distractors=distractors,
+            difficulty=EASY,
         )
     find, replace_with = REPLACEMENTS[index % len(REPLACEMENTS)]
     file = rng.choice(("letter.txt", "report.txt", "story.txt", "minutes.txt"))
@@ -164,21 +197,15 @@ def _task(kind: Kind, index: int) -> DesktopTask:
         f"(Edit > Replace..., Ctrl+H), then save it."
     )
     return DesktopTask(
-        task_id, split, prompt + _HOW, kind="replace", file=file, find=find, replace_with=replace_with,
-        distractors=distractors,
+        task_id, split, prompt + HOW, kind="replace", file=file, find=find, replace_with=replace_with,
+        distractors=distractors, difficulty=EASY,
     )  # fmt: skip
 
 
-def load_tasks() -> TaskSet:
-    """Twelve tasks of each kind: nine in train, three in test."""
+def written() -> list[DesktopTask]:
+    """The hand-written tasks: twelve of each kind, nine in train and three in test; each one edit, so easy."""
     kinds: tuple[Kind, ...] = ("type", "save", "menu", "replace")
-    return TaskSet(_task(kind, index) for kind in kinds for index in range(TASKS_PER_KIND))
-
-
-# Where the editor draws its Format menu and that menu's items: its window starts at the screen's top left
-# and its layout and fonts are fixed, so these hold at every screen size.
-FORMAT_MENU = (118, 39)
-FORMAT_ITEMS: dict[Operation, tuple[int, int]] = {"upper": (146, 84), "lower": (141, 106), "sort": (140, 128)}
+    return [_task(kind, index) for kind in kinds for index in range(TASKS_PER_KIND)]
 
 
 def solve(task: DesktopTask) -> list[tuple[str, dict[str, Any]]]:
@@ -186,22 +213,7 @@ def solve(task: DesktopTask) -> list[tuple[str, dict[str, Any]]]:
 
     The same actions solve every episode of a task: the seed changes the document, never what to do.
     """
-    if task.kind == "type":
-        return [("type_text", {"text": task.text}), ("key", {"keys": "ctrl+s"})]
-    if task.kind == "save":  # Save As opens with the file name selected: typing replaces it
-        return [("key", {"keys": "ctrl+shift+s"}), ("type_text", {"text": task.file}), ("key", {"keys": "Return"})]
-    if task.kind == "menu":
-        (menu_x, menu_y), (x, y) = FORMAT_MENU, FORMAT_ITEMS[task.operation]
-        return [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y}), ("key", {"keys": "ctrl+s"})]
-    return [
-        ("key", {"keys": "ctrl+h"}),
-        ("type_text", {"text": task.find}),
-        ("key", {"keys": "Tab"}),
-        ("type_text", {"text": task.replace_with}),
-        ("key", {"keys": "alt+a"}),  # Replace All
-        ("key", {"keys": "Escape"}),
-        ("key", {"keys": "ctrl+s"}),
-    ]
+    return task.actions()
 
 
 def _similar(a: str, b: str) -> float:

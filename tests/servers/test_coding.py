@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -33,14 +34,15 @@ from openenv_mcp.servers.coding.accounts import UidPool
 from openenv_mcp.servers.coding.backends import ProdBackend
 from openenv_mcp.servers.coding.host import Capabilities, require
 from openenv_mcp.servers.coding.judge import verdict
+from openenv_mcp.servers.coding.problem import Written
 from openenv_mcp.servers.coding.sandbox import RunOutcome, Sandbox, Workspace
 from openenv_mcp.servers.coding.settings import CodingSettings
 from openenv_mcp.settings import Settings
 from tests.support import IN_CI, LiveServer, live_server
-from tests.support.coding_solutions import SOLUTIONS
 
 TASKS = json.loads(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json").read_text())
 DATA = Path(str(resources.files("openenv_mcp.servers.coding").joinpath("data/tasks.json")))
+REFERENCES = {task["id"]: task["reference"] for task in TASKS}
 REWARD, DONE = "openenv-mcp/reward", "openenv-mcp/done"
 
 
@@ -244,18 +246,19 @@ def test_another_episodes_files_cannot_be_read(server: LiveServer) -> None:
 
 
 def test_the_hidden_tests_and_reference_solutions_cannot_be_read(server: LiveServer) -> None:
-    solutions = Path(__file__).resolve().parents[1] / "support" / "coding_solutions.py"
-    assert solutions.is_file()
+    solutions = DATA.with_name("references.py")  # the hand-written tasks' reference programs
+    generator = DATA.parents[1] / "families" / "lists.py"  # a generator of tasks, their references and tests
+    assert solutions.is_file() and generator.is_file()
     code = (
         "import os\n"
-        f"for target in [{str(DATA)!r}, {str(solutions)!r}]:\n"
+        f"for target in [{str(DATA)!r}, {str(solutions)!r}, {str(generator)!r}]:\n"
         "    try:\n"
         "        open(target).read()\n"
         "        print('read')\n"
         "    except OSError as exc:\n"
         "        print(type(exc).__name__)\n"
         "try:\n"
-        "    import openenv_mcp.servers.coding\n"
+        "    import openenv_mcp.servers.coding.generator\n"
         "    print('imported')\n"
         "except ImportError:\n"
         "    print('ImportError')\n"
@@ -267,7 +270,7 @@ def test_the_hidden_tests_and_reference_solutions_cannot_be_read(server: LiveSer
     with EnvClient(server.url) as env:
         env.reset(seed=1)
         result = run(env, code)
-    assert result["stdout"] == "FileNotFoundError\nFileNotFoundError\nImportError\n[]\n", result["stderr"]
+    assert result["stdout"] == "FileNotFoundError\n" * 3 + "ImportError\n[]\n", result["stderr"]
 
 
 def test_code_runs_unprivileged_with_a_read_only_view_of_the_system(server: LiveServer) -> None:
@@ -333,13 +336,11 @@ def test_bad_arguments_are_refused_with_the_schema_error(server: LiveServer) -> 
 # submit_solution ---------------------------------------------------------------------------------
 
 
-def test_every_reference_solution_earns_full_reward(server: LiveServer) -> None:
-    assert sorted(SOLUTIONS) == sorted(task["id"] for task in TASKS)
-
+def test_every_hand_written_reference_earns_full_reward_over_http(server: LiveServer) -> None:
     def solve(task_id: str) -> tuple[str, float, bool, Any]:
         with EnvClient(server.url, timeout=120) as env:
             env.reset(task_id=task_id)
-            result = env.step("submit_solution", {"code": SOLUTIONS[task_id]})
+            result = env.step("submit_solution", {"code": REFERENCES[task_id]})
             return task_id, result.reward, result.done, result.observation.structured_content
 
     async def solve_all() -> list[tuple[str, float, bool, Any]]:
@@ -472,7 +473,7 @@ def test_mcp_calls_run_code_and_carry_the_reward_of_submit(server: LiveServer) -
         async def play() -> tuple[Any, Any]:
             async with mcp_client(server.mcp_url, episode) as client:
                 ran = await client.call_tool("run_python", {"code": "print(6 * 7)"})
-                submitted = await client.call_tool("submit_solution", {"code": SOLUTIONS["coding-009"]})
+                submitted = await client.call_tool("submit_solution", {"code": REFERENCES["coding-009"]})
                 return ran, submitted
 
         ran, submitted = anyio.run(play)
@@ -666,9 +667,9 @@ def test_verdicts_name_the_failure_but_not_the_data(fields: dict[str, Any], expe
     assert verdict(outcome(**fields), "5\n") == expected
 
 
-def test_the_tasks_have_splits_hidden_tests_and_outputs_within_the_cap() -> None:
-    tasks = environment.tasks()
-    assert len(tasks) >= 20 and tasks.splits == {"train": 16, "test": 8}
+def test_the_hand_written_tasks_have_splits_hidden_tests_and_outputs_within_the_cap() -> None:
+    written = [task for task in environment.tasks() if isinstance(task.problem, Written)]
+    assert Counter(task.split for task in written) == {"train": 16, "test": 8}
     cap = CodingSettings().max_output_bytes
     for task in TASKS:
         assert len(task["tests"]) >= 5, task["id"]

@@ -1,10 +1,12 @@
-"""Build tasks.json: statements, examples (outputs checked by hand) and hidden tests.
+"""Build tasks.json: the hand-written tasks' statements, examples (outputs checked by hand), hidden tests,
+difficulty and reference program.
 
     python servers/coding/data/generate.py     # from the repository root
 
 Hidden inputs are written here (edge cases by hand, larger ones from a seeded generator);
-their expected outputs come from the reference solutions in tests/support/coding_solutions.py,
-which must also reproduce every hand-written example output, or generation stops.
+their expected outputs come from the reference solutions in references.py beside this file,
+which must also reproduce every hand-written example output, or generation stops. (The generated
+tasks are made by ``servers/coding/generator.py`` when the server loads, not here.)
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from references import SOLUTIONS  # noqa: E402
 
 from openenv_mcp.servers.coding.judge import same_output  # noqa: E402
-from tests.support.coding_solutions import SOLUTIONS  # noqa: E402
 
 rng = random.Random(20240611)
 
@@ -40,6 +44,7 @@ def grid(r: int, c: int, chars: str, weights: list[int]) -> list[str]:
 def task(
     number: int,
     split: str,
+    difficulty: str,
     title: str,
     statement: str,
     examples: list[tuple[str, str]],
@@ -49,6 +54,7 @@ def task(
     return {
         "id": f"coding-{number:03d}",
         "split": split,
+        "difficulty": difficulty,
         "title": title,
         "statement": statement.strip(),
         "examples": [{"input": i, "output": o} for i, o in examples],
@@ -90,6 +96,7 @@ TASKS = [
     task(
         1,
         "train",
+        "easy",
         "Sum of integers",
         "The first line holds n (0 <= n <= 20000); the second line holds n integers, each with at most 30 digits "
         "and possibly negative (the line may be missing when n = 0). Print their sum.",
@@ -105,6 +112,7 @@ TASKS = [
     task(
         2,
         "train",
+        "easy",
         "Reverse the words",
         "For every line of the input, print its words in reverse order, separated by single spaces. Words are "
         "separated by one or more spaces; a line without words gives an empty line.",
@@ -114,6 +122,7 @@ TASKS = [
     task(
         3,
         "train",
+        "easy",
         "FizzBuzz",
         "Read n (0 <= n <= 5000). For i from 1 to n print 'FizzBuzz' if i is divisible by 15, 'Fizz' if by 3, "
         "'Buzz' if by 5, and i otherwise, one per line.",
@@ -123,6 +132,7 @@ TASKS = [
     task(
         4,
         "train",
+        "easy",
         "Palindromes",
         "The first line holds q. Each of the next q lines holds a phrase. For each, print YES if it reads the same "
         "forwards and backwards when only letters and digits are kept and case is ignored, else NO. A phrase with "
@@ -138,6 +148,7 @@ TASKS = [
     task(
         5,
         "train",
+        "medium",
         "Balanced brackets",
         "The first line holds q. Each of the next q lines holds a string. Print YES if its brackets (), [] and {} "
         "are balanced and properly nested (other characters are ignored), else NO.",
@@ -153,6 +164,7 @@ TASKS = [
     task(
         6,
         "train",
+        "medium",
         "Counting primes",
         "Read n (0 <= n <= 2000000) and print how many prime numbers are less than or equal to n.",
         [("10\n", "4\n"), ("2\n", "1\n")],
@@ -161,6 +173,7 @@ TASKS = [
     task(
         7,
         "train",
+        "easy",
         "GCD and LCM",
         "The first line holds n (1 <= n <= 1000); the second holds n positive integers. Print their greatest common "
         "divisor and their least common multiple, separated by a space.",
@@ -170,6 +183,7 @@ TASKS = [
     task(
         8,
         "train",
+        "easy",
         "Roman numerals to integers",
         "Each line of the input holds a valid Roman numeral between 1 and 3999 (letters I V X L C D M, subtractive "
         "notation). Print each one's value on its own line.",
@@ -179,6 +193,7 @@ TASKS = [
     task(
         9,
         "train",
+        "easy",
         "Integers to Roman numerals",
         "Each line of the input holds an integer between 1 and 3999. Print each one as a Roman numeral in standard "
         "subtractive notation (4 is IV, 9 is IX, 40 is XL, 90 is XC, 400 is CD, 900 is CM).",
@@ -188,6 +203,7 @@ TASKS = [
     task(
         10,
         "train",
+        "easy",
         "Run-length encoding",
         "The first line holds q. Each of the next q lines holds a string. Encode each as runs: every maximal run of "
         "one repeated character becomes that character followed by the run's length ('aaab' becomes 'a3b1'). An "
@@ -198,6 +214,7 @@ TASKS = [
     task(
         11,
         "train",
+        "easy",
         "Transpose a matrix",
         "The first line holds r and c (1 <= r, c <= 100). Each of the next r lines holds c integers. Print the c by "
         "r transpose, one row per line, values separated by single spaces.",
@@ -212,6 +229,7 @@ TASKS = [
     task(
         12,
         "train",
+        "easy",
         "Second largest",
         "The first line holds n (1 <= n <= 20000); the second holds n integers. Print the second largest distinct "
         "value, or NONE when there are fewer than two distinct values.",
@@ -221,6 +239,7 @@ TASKS = [
     task(
         13,
         "train",
+        "medium",
         "Word frequencies",
         "The first line holds k. The rest of the input is text. Words are maximal runs of the letters a-z after "
         "converting the text to lower case (so \"It's\" holds the words 'it' and 's'). Print the k most frequent "
@@ -232,6 +251,7 @@ TASKS = [
     task(
         14,
         "train",
+        "medium",
         "Merge intervals",
         "The first line holds n (0 <= n <= 20000). Each of the next n lines holds two integers a <= b, a closed "
         "interval. Merge intervals that overlap or touch (sharing an end point) and print the merged intervals in "
@@ -248,6 +268,7 @@ TASKS = [
     task(
         15,
         "train",
+        "hard",
         "Longest increasing subsequence",
         "The first line holds n (1 <= n <= 20000); the second holds n integers. Print the length of the longest "
         "strictly increasing subsequence (not necessarily contiguous).",
@@ -263,6 +284,7 @@ TASKS = [
     task(
         16,
         "train",
+        "hard",
         "Shortest path in a grid",
         "The first line holds r and c (1 <= r, c <= 200). The next r lines hold the grid: '.' open, '#' wall, 'S' "
         "the start and 'E' the end (exactly one each). Moving up, down, left or right onto a non-wall cell costs "
@@ -278,6 +300,7 @@ TASKS = [
     task(
         17,
         "test",
+        "hard",
         "Fibonacci modulo a prime",
         "Each line of the input holds n (0 <= n <= 10^18). Print F(n) modulo 1000000007, where F(0) = 0, F(1) = 1 "
         "and F(n) = F(n-1) + F(n-2).",
@@ -287,6 +310,7 @@ TASKS = [
     task(
         18,
         "test",
+        "medium",
         "Base conversion",
         "Each line holds x, a and b: a non-negative integer x written in base a, and a target base b (2 <= a, b <= "
         "36; digits are 0-9 then A-Z). Print x written in base b with upper-case digits and no leading zeros.",
@@ -296,6 +320,7 @@ TASKS = [
     task(
         19,
         "test",
+        "hard",
         "0/1 knapsack",
         "The first line holds n and W (1 <= n <= 100, 0 <= W <= 10000). Each of the next n lines holds an item's "
         "weight and value (positive integers). Each item may be taken at most once. Print the largest total value "
@@ -311,6 +336,7 @@ TASKS = [
     task(
         20,
         "test",
+        "hard",
         "Task order",
         "The first line holds n and m: tasks 1..n and m constraints (n <= 2000, m <= 10000). Each of the next m "
         "lines holds u and v: task u must come before task v. Print the lexicographically smallest order of all "
@@ -321,6 +347,7 @@ TASKS = [
     task(
         21,
         "test",
+        "hard",
         "Edit distance",
         "The input holds two lines (either may be empty). Print the smallest number of single-character insertions, "
         "deletions and substitutions that turn the first into the second.",
@@ -330,6 +357,7 @@ TASKS = [
     task(
         22,
         "test",
+        "hard",
         "Count the islands",
         "The first line holds r and c (1 <= r, c <= 300). The next r lines hold c characters each, '1' for land and "
         "'0' for water. Print the number of islands: groups of land cells connected up, down, left or right.",
@@ -345,6 +373,7 @@ TASKS = [
     task(
         23,
         "test",
+        "medium",
         "Spiral order",
         "The first line holds r and c (1 <= r, c <= 100). The next r lines hold the matrix's values. Print them in "
         "clockwise spiral order starting at the top-left corner, on one line separated by spaces.",
@@ -354,6 +383,7 @@ TASKS = [
     task(
         24,
         "test",
+        "medium",
         "Pairs with a given sum",
         "The first line holds n and t (1 <= n <= 20000). The second holds n integers a1..an. Print how many pairs of "
         "positions i < j have ai + aj = t.",
@@ -383,6 +413,7 @@ def main() -> None:
                 )
         hidden = item.pop("hidden")
         item["tests"] = [{"input": given, "output": expected(item["id"], given)} for given in hidden]
+        item["reference"] = SOLUTIONS[item["id"]].strip("\n") + "\n"
         out.append(item)
     path = Path(__file__).with_name("tasks.json")
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

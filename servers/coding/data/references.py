@@ -1,7 +1,8 @@
-"""Reference solutions of the coding tasks, kept out of the shipped package.
+"""Reference solutions of the hand-written coding tasks: real programs.
 
-A test submits each one and expects reward 1.0, which proves every task solvable through
-the public doors; ``servers/coding/data/generate.py`` uses them to compute expected outputs.
+``generate.py`` beside this file runs them to compute the expected outputs of the hidden tests (each
+one must also reproduce its task's worked examples) and stores each in ``tasks.json`` as the task's
+reference, which the reference play submits (``Environment.solve``) and the judge must give 1.0.
 """
 
 from __future__ import annotations
