@@ -224,11 +224,45 @@ def test_a_missing_setting_or_a_broken_command_stops_the_start_with_a_clear_mess
     broken = _serve(tmp_path, WORKER_COMMAND="/nonexistent/worker --flag", WORKER_TASKS=tasks)
     assert broken.returncode != 0
     assert "The worker worker could not start (/nonexistent/worker" in broken.stderr
-    prod = subprocess.run(
-        [*CLI, "serve", "worker", "--port", "0", "--mode", "prod"], capture_output=True, text=True, timeout=60,
-        check=False, env={**os.environ, "WORKER_COMMAND": command(COUNTER_WORKER), "WORKER_TASKS": tasks},
-    )  # fmt: skip
-    assert prod.returncode != 0 and "worker has no prod mode yet" in prod.stderr
+    world = {"WORKER_COMMAND": command(COUNTER_WORKER), "WORKER_TASKS": tasks}
+    unknown = _serve(tmp_path, **world, MODE="prod", OPENENV_PROD_TASK="x")
+    assert unknown.returncode != 0 and "No task 'x'" in unknown.stderr  # prod: a world per session, on a known task
+
+
+@pytest.mark.anyio
+async def test_prod_gives_each_mcp_session_a_world_of_its_own_with_no_reward_and_no_control_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("WORKER_IMAGE", "WORKER_RUN_OPTIONS"):  # a process per world here, whatever a fixture set
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WORKER_COMMAND", command(COUNTER_WORKER))
+    monkeypatch.setenv("WORKER_TASKS", str(write_tasks(tmp_path)))
+    with live_server(environment, mode="prod", prod_task="count-9") as server:
+        runtime = server.runtime
+        async with (
+            httpx2.AsyncClient(headers={"X-Episode-Id": "default"}) as http2,  # ids a client sends reach nothing
+            Client(streamable_http_client(server.mcp_url, http_client=http2), mode="legacy") as one,  # type: ignore[arg-type]
+            Client(server.mcp_url, mode="legacy") as two,
+        ):
+            mine = await one.call_tool("act", {"action": "add 2"})
+            theirs = await two.call_tool("act", {"action": "look"})
+            assert mine.structured_content is not None and theirs.structured_content is not None
+            assert mine.structured_content["observation"] == "The counter shows 3."  # count-9 starts at 1
+            assert theirs.structured_content["observation"] == "The counter shows 1."  # its own world, untouched
+            assert mine.meta is None and theirs.meta is None  # no reward, no episode shown
+            assert len(runtime.episodes) == 2 and "default" not in runtime.episodes
+            for _ in range(3):
+                last = await one.call_tool("act", {"action": "add 2"})
+            assert last.structured_content is not None and last.structured_content["observation"].endswith("9.")
+            done = await one.call_tool("act", {"action": "look"})
+            assert done.is_error and "This session's world is done after 4 steps" in done.content[0].text
+        assert len(runtime.episodes) == 0  # each world closed with its session
+        async with Client(server.mcp_url) as sessionless:  # 2026-07-28: no session, so no world to act on
+            refused = await sessionless.call_tool("act", {"action": "look"})
+        assert refused.is_error and "a world of its own in prod" in refused.content[0].text
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            assert (await http.post("/reset", json={})).status_code == 404
+            assert (await http.get("/readyz")).status_code == 200
 
 
 # a container per episode ---------------------------------------------------------------------------------------
@@ -276,37 +310,3 @@ def test_the_same_worker_in_a_container_per_episode(containers: tuple[LiveServer
         again = http.post("/reset", json={"task_id": "count-3"}).json()["episode_id"]
         assert server.runtime.episodes.get(again).backend.worker.container not in names  # a fresh one, not reused
         http.delete(f"/episodes/{again}")
-
-
-@pytest.mark.anyio
-async def test_prod_gives_each_mcp_session_a_world_of_its_own_with_no_reward_and_no_control_plane(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("WORKER_COMMAND", command(COUNTER_WORKER))
-    monkeypatch.setenv("WORKER_TASKS", str(write_tasks(tmp_path)))
-    with live_server(environment, mode="prod", prod_task="count-9") as server:
-        runtime = server.runtime
-        async with (
-            httpx2.AsyncClient(headers={"X-Episode-Id": "default"}) as http2,  # ids a client sends reach nothing
-            Client(streamable_http_client(server.mcp_url, http_client=http2), mode="legacy") as one,  # type: ignore[arg-type]
-            Client(server.mcp_url, mode="legacy") as two,
-        ):
-            mine = await one.call_tool("act", {"action": "add 2"})
-            theirs = await two.call_tool("act", {"action": "look"})
-            assert mine.structured_content is not None and theirs.structured_content is not None
-            assert mine.structured_content["observation"] == "The counter shows 3."  # count-9 starts at 1
-            assert theirs.structured_content["observation"] == "The counter shows 1."  # its own world, untouched
-            assert mine.meta is None and theirs.meta is None  # no reward, no episode shown
-            assert len(runtime.episodes) == 2 and "default" not in runtime.episodes
-            for _ in range(3):
-                last = await one.call_tool("act", {"action": "add 2"})
-            assert last.structured_content is not None and last.structured_content["observation"].endswith("9.")
-            done = await one.call_tool("act", {"action": "look"})
-            assert done.is_error and "This session's world is done after 4 steps" in done.content[0].text
-        assert len(runtime.episodes) == 0  # each world closed with its session
-        async with Client(server.mcp_url) as sessionless:  # 2026-07-28: no session, so no world to act on
-            refused = await sessionless.call_tool("act", {"action": "look"})
-        assert refused.is_error and "a world of its own in prod" in refused.content[0].text
-        async with httpx.AsyncClient(base_url=server.url) as http:
-            assert (await http.post("/reset", json={})).status_code == 404
-            assert (await http.get("/readyz")).status_code == 200
