@@ -107,4 +107,4 @@ def test_gym_agent_example_runs_episodes(server: LiveServer) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("terminated True  truncated False") == 3
-    assert "seed 0  task sql-013: What are the top 5 products" in done.stdout
+    assert "seed 0  task sql-g1-category-share-b5dad0: What percentage of all revenue" in done.stdout

@@ -219,23 +219,24 @@ class Evaluation:
         }
 
     def render(self) -> str:
-        """A short table for the terminal."""
+        """A short table for the terminal (the task column as wide as the longest task id)."""
         k = self.k
-        lines = [f"{'task':<24}{'trials':>7}{'mean':>8}{'pass@' + str(k):>9}{'pass^' + str(k):>9}"]
+        w = max([24, *(len(s.task_id) + 2 for s in self.scores)])
+        lines = [f"{'task':<{w}}{'trials':>7}{'mean':>8}{'pass@' + str(k):>9}{'pass^' + str(k):>9}"]
         for s in self.scores:
             lines.append(
-                f"{s.task_id:<24}{s.trials:>7}{s.mean_reward:>8.3f}"
+                f"{s.task_id:<{w}}{s.trials:>7}{s.mean_reward:>8.3f}"
                 f"{s.pass_at(k) if s.trials >= k else float('nan'):>9.3f}"
                 f"{s.pass_hat(k) if s.trials >= k else float('nan'):>9.3f}"
             )
         lines.append(
-            f"{'overall':<24}{len(self.ok):>7}{self.mean_reward:>8.3f}"
+            f"{'overall':<{w}}{len(self.ok):>7}{self.mean_reward:>8.3f}"
             f"{self.overall('pass_at', k):>9.3f}{self.overall('pass_hat', k):>9.3f}"
         )
         for tier, scores in self.tiers().items():
             figures = self.figures(scores)
             lines.append(
-                f"{'  ' + tier:<24}{figures['trials']:>7}{figures['mean_reward']:>8.3f}"
+                f"{'  ' + tier:<{w}}{figures['trials']:>7}{figures['mean_reward']:>8.3f}"
                 f"{figures['pass@k'][str(k)]:>9.3f}{figures['pass^k'][str(k)]:>9.3f}"
             )
         lines.append("ended: " + ", ".join(f"{reason} {count}" for reason, count in self.end_reasons.items()))
