@@ -109,6 +109,11 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("XDG_DATA_HOME", "OPENENV_DATA_HOME"),
         description="The user's data directory (XDG); unset: ~/.local/share",
     )
+    cache_home: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENENV_CACHE_HOME", "XDG_CACHE_HOME"),
+        description="The user's cache directory (XDG), where generated task tables and games are kept; unset: ~/.cache",
+    )
     trajectories_queue: int = Field(
         default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it steps wait for room"
     )
@@ -132,6 +137,11 @@ class Settings(BaseSettings):
     def data_dir(self) -> Path:
         """Where openenv-mcp keeps the user's data: ``$XDG_DATA_HOME/openenv-mcp``."""
         return (self.data_home or Path.home() / ".local" / "share") / "openenv-mcp"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where openenv-mcp keeps what it generates once and reuses: ``$XDG_CACHE_HOME/openenv-mcp``."""
+        return (self.cache_home or Path.home() / ".cache") / "openenv-mcp"
 
     @property
     def trajectories_url(self) -> str:

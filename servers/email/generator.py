@@ -15,7 +15,7 @@ Tier, from what the plan reports (:meth:`.families.Plan.load`): easy at most 1, 
 
 Drawing every plan takes about a quarter of a second, too much for a server's start-up, so the task table (ids,
 splits, tiers, prompts, expectations: no messages) is cached as JSON in the user's cache directory
-(``$XDG_CACHE_HOME/openenv-mcp``, :attr:`.settings.EmailSettings.cache_dir`), under a name that carries a hash of
+(``$XDG_CACHE_HOME/openenv-mcp``: :mod:`openenv_mcp.environment.cache`), under a name that carries a hash of
 the generator's source: a changed generator never reads a stale table. Reading it back takes about 20 ms. The
 scenario messages are drawn again only when an episode of the task opens.
 """
@@ -23,26 +23,20 @@ scenario messages are drawn again only when an episode of the task opens.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
-import os
 import random
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from openenv_mcp import TaskSet
+from openenv_mcp.environment.cache import cached_table, source_fingerprint
 from openenv_mcp.servers.email.families import Family, Plan
 from openenv_mcp.servers.email.families.answer import answer
 from openenv_mcp.servers.email.families.brief import brief
 from openenv_mcp.servers.email.families.forward import forward
 from openenv_mcp.servers.email.families.schedule import schedule
 from openenv_mcp.servers.email.families.triage import triage
-from openenv_mcp.servers.email.settings import EmailSettings
 from openenv_mcp.servers.email.sim import Scenario
 from openenv_mcp.servers.email.tasks import EmailTask, Expectation, common_tail, load_tasks
 
@@ -110,37 +104,14 @@ def load_all() -> TaskSet:
 @functools.cache
 def generated() -> tuple[EmailTask, ...]:
     """The generated tasks, from the cache when it holds this generator's table, else drawn (and cached)."""
-    path = EmailSettings().cache_dir / f"email-tasks-g{VERSION}-{_fingerprint()}.json"
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        rows = [_row(task) for task in generate(per_family=PER_FAMILY)]
-        _store(path, rows)
+    fingerprint = source_fingerprint(
+        "openenv_mcp.servers.email", ["generator.py", "world.py", "families"], extra=f"{VERSION}:{PER_FAMILY}"
+    )
+    rows = cached_table(
+        f"email-tasks-g{VERSION}", fingerprint, lambda: [_row(task) for task in generate(per_family=PER_FAMILY)]
+    )
     tail = common_tail()
     return tuple(_task(row, tail, sys.intern) for row in rows)
-
-
-def _fingerprint() -> str:
-    """A hash of the modules that make the tasks (this one, the world, the families)."""
-    package = resources.files("openenv_mcp.servers.email")
-    digest = hashlib.sha256(f"{VERSION}:{PER_FAMILY}".encode())
-    for name in ("generator.py", "world.py"):
-        digest.update(package.joinpath(name).read_bytes())
-    for module in sorted(package.joinpath("families").iterdir(), key=lambda m: m.name):
-        if module.name.endswith(".py"):
-            digest.update(module.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _store(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write the table atomically (a reader never sees half of it); a cache that cannot be written is skipped."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as out:
-            json.dump(rows, out, ensure_ascii=False, separators=(",", ":"))
-        os.replace(out.name, path)
-    except OSError as exc:
-        _log.info("could not cache the email task table at %s (%s); it is drawn at each start", path, exc)
 
 
 def _row(task: EmailTask) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import ssl
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["EmailSettings", "Security"]
@@ -57,16 +57,6 @@ class EmailSettings(BaseSettings):
     sim_log: Path | None = Field(
         default=None, description="In sim, append every sent message to this file as a JSON line"
     )
-    cache_home: Path | None = Field(
-        default=None,
-        validation_alias=AliasChoices("EMAIL_CACHE_HOME", "XDG_CACHE_HOME"),
-        description="The user's cache directory, where sim keeps the generated task table (unset: ~/.cache)",
-    )
-
-    @property
-    def cache_dir(self) -> Path:
-        """Where the generated task table is cached: ``$XDG_CACHE_HOME/openenv-mcp``."""
-        return (self.cache_home or Path.home() / ".cache") / "openenv-mcp"
 
     def port(self, protocol: Literal["smtp", "imap"]) -> int:
         """The configured port for ``protocol``, or the standard one for its security mode."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from openenv_mcp.environment.cache import cache_dir
 from openenv_mcp.servers.worker.settings import WorkerConfig
 
 __all__ = ["TextWorldSettings"]
@@ -25,11 +26,6 @@ class TextWorldSettings(BaseSettings):
         description="Where games are generated on first use and kept (default: textworld/ in the user's cache "
         "directory, $XDG_CACHE_HOME/openenv-mcp, else ~/.cache/openenv-mcp)",
     )
-    cache_home: Path | None = Field(
-        default=None,
-        validation_alias=AliasChoices("XDG_CACHE_HOME", "TEXTWORLD_CACHE_HOME"),
-        description="The user's cache directory (XDG); unset: ~/.cache",
-    )
     train_games: int = Field(default=1_050, ge=3, description="Train games (a third per difficulty)")
     test_games: int = Field(default=210, ge=3, description="Test games (a third per difficulty)")
     pool_size: int = Field(default=2, ge=0, le=256, description="Workers kept started and idle for resets")
@@ -43,7 +39,7 @@ class TextWorldSettings(BaseSettings):
         """The folder of generated games."""
         if self.games_dir is not None:
             return self.games_dir
-        return (self.cache_home or Path.home() / ".cache") / "openenv-mcp" / "textworld"
+        return cache_dir() / "textworld"
 
     def config(self) -> WorkerConfig:
         """The workers' configuration."""

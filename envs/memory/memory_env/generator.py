@@ -14,30 +14,25 @@ organizations and projects come from the held-out quarter of those pools, and th
 Tier, from what the plan reports (:meth:`.plans.Plan.load`): easy at most 1, medium 2-3, hard 4 or more.
 
 Drawing every plan takes over a second, far too much for a server's start-up, so the task table (ids, splits,
-tiers, prompts, checks: no graphs) is cached as JSON in the user's cache directory (``$XDG_CACHE_HOME/openenv-mcp``,
-:attr:`.settings.MemorySettings.cache_dir`) under a name that carries a hash of the generator's source: a changed
+tiers, prompts, checks: no graphs) is cached as JSON in the user's cache directory (``$XDG_CACHE_HOME/openenv-mcp``:
+:mod:`openenv_mcp.environment.cache`) under a name that carries a hash of the generator's source: a changed
 generator never reads a stale table. A task's graph is drawn again when an episode of it opens (``MemoryTask.build``).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
-import os
 import random
-import tempfile
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import Any
 
 from memory_env.plans import Plan
 from memory_env.questions import chain, collect, count, lookup, path3
-from memory_env.settings import MemorySettings
 from memory_env.tasks import Graph, MemoryTask, load_tasks
 from memory_env.updates import correct, forget, link, move, observe, record
 from openenv_mcp import TaskSet
+from openenv_mcp.environment.cache import cached_table, source_fingerprint
 
 __all__ = ["FAMILIES", "PER_FAMILY", "VERSION", "draw", "generate", "generated", "load_all", "tier"]
 
@@ -124,30 +119,14 @@ def load_all() -> TaskSet:
 @functools.cache
 def generated() -> tuple[MemoryTask, ...]:
     """The generated tasks, from the cache when it holds this generator's table, else drawn (and cached)."""
-    path = MemorySettings().cache_dir / f"memory-tasks-g{VERSION}-{_fingerprint()}.json"
-    try:
-        return tuple(_task(row) for row in json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        pass
-    tasks = tuple(generate(per_family=PER_FAMILY))
-    rows = [
+    modules = ["generator.py", "plans.py", "questions.py", "updates.py", "world.py"]
+    fingerprint = source_fingerprint("memory_env", modules, extra=f"{VERSION}:{PER_FAMILY}")
+    rows = cached_table(f"memory-tasks-g{VERSION}", fingerprint, _rows)
+    return tuple(_task(row) for row in rows)
+
+
+def _rows() -> list[dict[str, Any]]:
+    return [
         {"id": t.id, "split": t.split, "difficulty": t.difficulty, "prompt": t.prompt, "goals": t.goals, "keep": t.keep}
-        for t in tasks
+        for t in generate(per_family=PER_FAMILY)
     ]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as out:
-            json.dump(rows, out, ensure_ascii=False, separators=(",", ":"))
-        os.replace(out.name, path)  # atomic: a reader never sees half a table
-    except OSError as exc:
-        _log.info("could not cache the memory task table at %s (%s); it is drawn at each start", path, exc)
-    return tasks
-
-
-def _fingerprint() -> str:
-    """A hash of the modules that make the tasks."""
-    package = resources.files("memory_env")
-    digest = hashlib.sha256(f"{VERSION}:{PER_FAMILY}".encode())
-    for name in ("generator.py", "plans.py", "questions.py", "updates.py", "world.py"):
-        digest.update(package.joinpath(name).read_bytes())
-    return digest.hexdigest()[:16]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["MemorySettings"]
@@ -31,13 +29,3 @@ class MemorySettings(BaseSettings):
     )
     timeout: float = Field(default=30.0, gt=0, description="Seconds an upstream request may take before a 503")
     distractors: int = Field(default=4, ge=0, le=20, description="Unrelated entities a sim episode's graph starts with")
-    cache_home: Path | None = Field(
-        default=None,
-        validation_alias=AliasChoices("MEMORY_CACHE_HOME", "XDG_CACHE_HOME"),
-        description="The user's cache directory, where sim keeps the generated task table (unset: ~/.cache)",
-    )
-
-    @property
-    def cache_dir(self) -> Path:
-        """Where the generated task table is cached: ``$XDG_CACHE_HOME/openenv-mcp``."""
-        return (self.cache_home or Path.home() / ".cache") / "openenv-mcp"

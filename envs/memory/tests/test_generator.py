@@ -85,7 +85,7 @@ PINNED = "c402e67e1705c748"
 def test_the_task_table_is_cached_per_generator_and_a_broken_cache_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MEMORY_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("OPENENV_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(generator, "PER_FAMILY", 6)  # a small table: the same code path, less drawing
     fresh = list(generator.generate(per_family=6))
     generator.generated.cache_clear()
