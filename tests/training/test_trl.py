@@ -36,6 +36,7 @@ from openenv_mcp.rewards.curriculum import Curriculum
 from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.trl import ToolEnvironment, environment_factory, reward_function, task_rows, trl_schema
 from tests.support import LiveServer, free_port, live_server, peer_venv
+from tests.support.worlds import COUNTER_WORKER, command, write_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "tests" / "interop" / "trl-requirements.txt"
@@ -248,7 +249,11 @@ print(json.dumps(out))
 
 
 @installs_trl
-def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(trl_python: Path) -> None:
+def test_the_schema_trl_shows_the_model_is_each_tools_input_schema(
+    trl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKER_COMMAND", command(COUNTER_WORKER))  # the worker server wraps a world it is given
+    monkeypatch.setenv("WORKER_TASKS", str(write_tasks(tmp_path)))
     environments = {name: load_environment(name) for name in server_names()}
     with contextlib.ExitStack() as stack:
         servers = {name: stack.enter_context(live_server(env, mode="sim")) for name, env in environments.items()}
