@@ -33,7 +33,7 @@ from openenv_mcp.environment.spec import Environment
 from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.settings import Settings
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, live_server, wait_for
 
 ENVIRONMENTS: dict[str, Environment[Any, Any]] = {"sql": sql_environment, "search": search_environment}
 MAX_MCP_BODY = 4 * 1024 * 1024  # the MCP SDK's default max_request_body_size
@@ -597,7 +597,8 @@ def test_malformed_websocket_frames_are_answered_one_by_one_and_the_connection_l
         socket.send(json.dumps({"op": "step", "action": {"tool": "list_tables", "arguments": {}}}))
         step = json.loads(socket.recv(timeout=10))
         assert step["ok"] and not step["result"]["observation"]["is_error"], step
-    wait_for(lambda: len(sim_sql.runtime.episodes) == before, "the connection's episodes to close")
+    # <=: an earlier test's episode on this shared server may be reaped meanwhile
+    wait_for(lambda: len(sim_sql.runtime.episodes) <= before, "the connection's episodes to close")
 
 
 def test_a_websocket_frame_over_the_size_limit_closes_only_that_connection(sim_sql: LiveServer) -> None:
@@ -609,16 +610,5 @@ def test_a_websocket_frame_over_the_size_limit_closes_only_that_connection(sim_s
         with pytest.raises(ConnectionClosed) as closed:
             socket.recv(timeout=10)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
-    wait_for(lambda: len(sim_sql.runtime.episodes) == before, "the connection's episode to close")
+    wait_for(lambda: len(sim_sql.runtime.episodes) <= before, "the connection's episode to close")
     assert_control_plane_serves(sim_sql)
-
-
-def wait_for(condition: Callable[[], bool], what: str, *, timeout: float = 10.0) -> None:
-    """Poll ``condition`` until it holds (bounded)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)

@@ -60,6 +60,11 @@ class WorkerPool:
                 del self._pools[key]
             await self.aclose()
 
+    @property
+    def settled(self) -> bool:
+        """Whether the pool is full of idle workers and starts none: the next lease takes one it has."""
+        return not self._starting and len(self.idle) >= self.config.pool_size
+
     async def lease(self) -> Worker:
         """A started worker for one episode: an idle one if any, else a new one; then the pool tops up."""
         worker = None

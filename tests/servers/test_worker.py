@@ -20,7 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from openenv_mcp.authoring.determinism import audit_determinism
 from openenv_mcp.authoring.tasksets import check_task_set
 from openenv_mcp.servers.worker import environment
-from tests.support import LiveServer, live_server
+from openenv_mcp.servers.worker.pool import WorkerPool
+from tests.support import LiveServer, live_server, wait_for
 from tests.support.containers import Engine, running_engine
 from tests.support.worlds import COUNTER_WORKER, UNRULY_WORKER, act, command, view, write_tasks
 
@@ -72,10 +73,14 @@ async def test_the_same_world_over_mcp_earns_the_same_reward(counter: LiveServer
     assert answer.structured_content is not None and answer.structured_content["observation"] == "The counter shows 3."
     async with httpx.AsyncClient(base_url=counter.url) as http:
         state = (await http.get("/state", headers={"X-Episode-Id": episode})).json()
+        await http.delete(f"/episodes/{episode}")  # its worker goes back to the pool
     assert (state["step_count"], state["total_reward"], state["done"]) == (2, 1.0, True)
 
 
 def test_a_worker_started_ahead_takes_episode_after_episode(counter: LiveServer) -> None:
+    # earlier tests' episodes may still be handing their workers back, or the pool topping up: from a pool that
+    # is still moving, which idle worker a reset takes depends on which start finished first (CI under load)
+    wait_for(lambda: all(pool.settled for pool in WorkerPool._pools.values()), "the worker pool to settle")
     with httpx.Client(base_url=counter.url) as http:
         seen = []
         for _ in range(3):
