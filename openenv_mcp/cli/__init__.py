@@ -31,6 +31,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.cli.doctor",
     "openenv_mcp.cli.provision",
     "openenv_mcp.cli.verl",
+    "openenv_mcp.cli.parity",
 )
 
 

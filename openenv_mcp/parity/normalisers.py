@@ -1,0 +1,102 @@
+"""What each environment's comparison forgives, and why: a normaliser maps a call's answer to the form compared.
+
+Two answers are *identical* when the observations are equal as sent (content blocks, structured content, error
+flag); *equivalent* when they differ but their normalised forms are equal; *different* otherwise. A normaliser
+forgives only what an agent cannot act on differently; each one says what, in :attr:`Normaliser.forgives`.
+
+Every normaliser forgives the wording of an error (both sides refused the call: the engines phrase it their own
+way, and no task grades an error's text) and collapses runs of whitespace in text. The rest is per environment
+(:data:`NORMALISERS`); an environment without one gets :data:`DEFAULT`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from openenv_mcp.models import Observation
+
+__all__ = ["DEFAULT", "NORMALISERS", "Normaliser", "normaliser_for"]
+
+Rule = Callable[[str, Mapping[str, Any], Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Normaliser:
+    """A normal form of answers: the common rules, then ``rule(tool, arguments, structured)`` for the rest.
+
+    Attributes:
+        forgives: One line per difference forgiven, saying why (shown in the report and in docs/parity.md).
+        rule: Maps a successful call's structured content (or text) further; the identity by default.
+    """
+
+    forgives: tuple[str, ...]
+    rule: Rule = field(default=lambda tool, arguments, value: value)
+
+    def __call__(self, tool: str, arguments: Mapping[str, Any], observation: Observation) -> Any:
+        if observation.is_error:
+            return {"error": True}
+        value: Any = observation.structured_content
+        if value is None:
+            value = observation.text
+        return self.rule(tool, arguments, _common(value))
+
+
+def _common(value: Any) -> Any:
+    """Whitespace runs collapsed in text; numbers as floats to 12 significant digits (so 2, 2.0 and a
+    NUMERIC's 2.000000000000000001 agree)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return float(f"{value:.12g}") if math.isfinite(value) else value
+    if isinstance(value, list):
+        return [_common(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _common(item) for key, item in value.items()}
+    return value
+
+
+COMMON = (
+    "the wording of an error: both sides refused the call, each engine phrases it its own way, and no task grades "
+    "an error's text",
+    "runs of whitespace in text, and the last digits of a number past 12 significant ones (2, 2.0 and a NUMERIC's "
+    "2.000000000000000001 are one value to an agent)",
+)
+
+DEFAULT = Normaliser(forgives=COMMON)
+"""The normaliser of an environment that has no rules of its own."""
+
+_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
+
+
+def _sql(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
+    """Row order when the query has no ORDER BY anywhere (SQL promises none; SQLite and PostgreSQL pick
+    different plans)."""
+    if tool in ("run_query", "submit_answer") and isinstance(value, dict) and isinstance(value.get("rows"), list):
+        sql = str(arguments.get("sql") or "")
+        if sql and not _ORDER_BY.search(sql):
+            value = {**value, "rows": sorted(value["rows"], key=repr)}
+    return value
+
+
+NORMALISERS: dict[str, Normaliser] = {
+    "sql": Normaliser(
+        forgives=(
+            *COMMON,
+            "the order of rows when the query has no ORDER BY: SQL promises no order then, and the two engines' "
+            "plans differ (a truncated result can then hold other rows: that stays a difference)",
+        ),
+        rule=_sql,
+    ),
+}
+"""The shipped environments' normalisers, by environment name."""
+
+
+def normaliser_for(name: str) -> Normaliser:
+    """The normaliser of the environment called ``name`` (:data:`DEFAULT` when it has none of its own)."""
+    return NORMALISERS.get(name, DEFAULT)
