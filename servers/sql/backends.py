@@ -24,6 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from openenv_mcp.backends.postgres import database_error, open_engine, unavailable
 from openenv_mcp.errors import ConfigError, ToolFailed
+from openenv_mcp.servers.sql.column_names import postgres_column_name
 from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from openenv_mcp.servers.sql.readonly import single_read_statement
 from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
@@ -215,7 +216,7 @@ class SqliteBackend:
                 raise ToolFailed(NO_ROWS)
             settings = self._settings
             builder = ResultBuilder(
-                [column[0] for column in cursor.description],
+                [postgres_column_name(column[0], sql) for column in cursor.description],
                 limit=limit,
                 cell_chars=settings.max_cell_chars,
                 result_chars=settings.max_result_chars,
