@@ -69,14 +69,16 @@ def _parity(args: argparse.Namespace) -> int:
     env = load_environment(args.name)
     if env.prod_backend is None:
         raise ConfigError(f"{env.name} has no prod backend of its own to compare its sim with")
-    settings = load_settings(Settings, trajectories="off", curriculum=False)
+    settings = load_settings(Settings, curriculum=False)  # nothing records here: no recorder is attached
     scripts, notes = [], []
     if "tasks" in sources:
         scripts += from_tasks(env, sample=args.sample, seed=args.seed)
     if "trajectories" in sources:
         explicit = sources["trajectories"]
         store = explicit or settings.trajectories_url
-        if explicit is None and store.startswith("sqlite:///") and not Path(store[len("sqlite:///") :]).exists():
+        if explicit is None and (settings.trajectories or "").strip() == "off":
+            notes.append("no recorded trajectories to replay (OPENENV_TRAJECTORIES is off)")
+        elif explicit is None and store.startswith("sqlite:///") and not Path(store[len("sqlite:///") :]).exists():
             notes.append(f"no recorded trajectories to replay ({store} does not exist)")
         else:
             recorded = from_trajectories(env, store, limit=args.trajectories_limit)

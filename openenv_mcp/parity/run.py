@@ -54,11 +54,14 @@ async def _play(
             kind = compare(tool, arguments, mine, theirs, normalise)
             report.add(Example(kind, script.source, script.label, step, tool, arguments, _shown(mine), _shown(theirs)))
             if done and step < len(script.calls):
-                report.notes.append(
-                    f"{script.source} {script.label}: the sim episode ended at step {step} of {len(script.calls)}; "
-                    "the rest was not compared"
-                )
-                return
+                # the rest plays on in a fresh episode of the same task (a random script's submit ends its episode)
+                if script.source != "random":
+                    report.notes.append(
+                        f"{script.source} {script.label}: the sim episode ended at step {step} of "
+                        f"{len(script.calls)}; the rest was played in a fresh episode of the same task"
+                    )
+                await sim.close_episode(opened.episode_id)
+                opened = await sim.reset(task_id=script.task_id, seed=seed)
     finally:
         await sim.close_episode(opened.episode_id)
 

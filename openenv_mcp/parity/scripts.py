@@ -83,8 +83,9 @@ def from_random(
 ) -> list[Script]:
     """``count`` scripts of ``length`` calls, each call to a tool drawn at random with arguments drawn from its
     input schema: an enum's members, numbers within their bounds, booleans, and for strings the values that the
-    environment's examples and the other scripts passed to a parameter of that name (else random letters), so
-    most calls are meaningful rather than refused. Seeded: the same environment and seed give the same calls."""
+    environment's examples and the other scripts passed to a parameter of that name (four times in five; else
+    random letters), so most calls are meaningful and some are refused. Seeded: the same environment and seed give
+    the same calls."""
     draw = random.Random(seed)
     pools = _pools([*environment.examples, *(call for script in seen for call in script.calls)])
     tools = list(environment.tools)
@@ -128,7 +129,7 @@ def _value(spec: Mapping[str, Any], pool: list[Any], draw: random.Random) -> Any
         return _value(draw.choice(options), pool, draw)
     kind = spec.get("type")
     if kind == "string":
-        if pool:
+        if pool and draw.random() < 0.8:  # mostly values known to mean something, sometimes junk
             return draw.choice(pool)
         size = max(int(spec.get("minLength", 1)), draw.randint(1, 12))
         return "".join(draw.choice(string.ascii_lowercase) for _ in range(min(size, int(spec.get("maxLength", size)))))
