@@ -76,11 +76,11 @@ _ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
 
 def _sql(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
     """Row order when the query has no ORDER BY anywhere (SQL promises none; SQLite and PostgreSQL pick
-    different plans)."""
+    different plans); true and false as 1 and 0 (SQLite has no boolean type)."""
     if tool in ("run_query", "submit_answer") and isinstance(value, dict) and isinstance(value.get("rows"), list):
+        rows = [[float(cell) if isinstance(cell, bool) else cell for cell in row] for row in value["rows"]]
         sql = str(arguments.get("sql") or "")
-        if sql and not _ORDER_BY.search(sql):
-            value = {**value, "rows": sorted(value["rows"], key=repr)}
+        value = {**value, "rows": rows if _ORDER_BY.search(sql) else sorted(rows, key=repr)}
     return value
 
 
@@ -90,6 +90,8 @@ NORMALISERS: dict[str, Normaliser] = {
             *COMMON,
             "the order of rows when the query has no ORDER BY: SQL promises no order then, and the two engines' "
             "plans differ (a truncated result can then hold other rows: that stays a difference)",
+            "true and false against 1 and 0 in rows: SQLite has no boolean type, so a comparison (x > 1, x IS NULL, "
+            "EXISTS) gives the integer 1 or 0 where PostgreSQL gives a boolean; an agent reads them alike",
         ),
         rule=_sql,
     ),

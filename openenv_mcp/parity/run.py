@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.errors import BackendUnavailable, OpenEnvError
 from openenv_mcp.models import Observation
 from openenv_mcp.parity.normalisers import Normaliser, normaliser_for
 from openenv_mcp.parity.report import Example, Kind, ParityReport, ToolParity
@@ -26,7 +26,7 @@ async def measure(
     """Play ``scripts`` on both runtimes (started here and stopped at the end) and count what agreed.
 
     Raises:
-        BackendUnavailable: A runtime could not start (the prod service is down: its message names it).
+        BackendUnavailable: A side's backend is not ready, or went away during the run (the message names it).
     """
     normalise = normaliser or normaliser_for(sim.env.name)
     report = ParityReport(sim.env.name, {name: ToolParity() for name in sim.tools.names}, forgives=normalise.forgives)
@@ -34,6 +34,11 @@ async def measure(
     try:
         await prod.start()
         try:
+            for side, runtime in (("sim", sim), ("prod", prod)):
+                problems = {name: why for name, why in (await runtime.readiness()).items() if why != "ok"}
+                if problems:
+                    found = "; ".join(f"{name}: {why}" for name, why in problems.items())
+                    raise BackendUnavailable(f"The {side} backend of {sim.env.name} is not ready ({found})")
             for script in scripts:
                 await _play(sim, prod, script, seed, normalise, report)
         finally:
@@ -73,6 +78,8 @@ async def _call(
     message), and whether it ended the episode."""
     try:
         outcome = await runtime.call(tool, arguments, episode)
+    except BackendUnavailable:
+        raise  # a service went away mid-run: the comparison would measure the outage, not the backends
     except OpenEnvError as exc:
         text = f"{exc.code}: {exc.message}"
         return Observation.model_validate({"content": [{"type": "text", "text": text}], "is_error": True}), False
