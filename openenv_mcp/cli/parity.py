@@ -62,7 +62,7 @@ def _sources(tokens: list[str] | None) -> dict[str, str | None]:
 def _parity(args: argparse.Namespace) -> int:
     from openenv_mcp.doors.http import build_runtime
     from openenv_mcp.environment.catalog import load_environment
-    from openenv_mcp.parity import from_random, from_tasks, from_trajectories, measure
+    from openenv_mcp.parity import comparable, from_random, from_tasks, from_trajectories, measure
     from openenv_mcp.settings import Settings, load_settings
 
     sources = _sources(args.sources)
@@ -73,6 +73,8 @@ def _parity(args: argparse.Namespace) -> int:
     scripts, notes = [], []
     if "tasks" in sources:
         scripts += from_tasks(env, sample=args.sample, seed=args.seed)
+    if (left := comparable(env)[1]) is not None:
+        notes.append(left)
     if "trajectories" in sources:
         explicit = sources["trajectories"]
         store = explicit or settings.trajectories_url

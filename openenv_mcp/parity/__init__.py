@@ -15,7 +15,7 @@ from __future__ import annotations
 from openenv_mcp.parity.normalisers import Normaliser, normaliser_for
 from openenv_mcp.parity.report import ParityReport, ToolParity
 from openenv_mcp.parity.run import measure
-from openenv_mcp.parity.scripts import SOURCES, Script, from_random, from_tasks, from_trajectories
+from openenv_mcp.parity.scripts import SOURCES, Script, comparable, from_random, from_tasks, from_trajectories
 
 __all__ = [
     "SOURCES",
@@ -23,6 +23,7 @@ __all__ = [
     "ParityReport",
     "Script",
     "ToolParity",
+    "comparable",
     "from_random",
     "from_tasks",
     "from_trajectories",

@@ -84,7 +84,31 @@ def _sql(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+_SENDS = ("send_email", "reply_email", "forward_email")
+
+
+def _email(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
+    """What a send stamps on its message: its Message-ID, its date, and the number of its copy in Sent."""
+    if tool in _SENDS and isinstance(value, dict):
+        value = {key: item for key, item in value.items() if key not in ("message_id", "date")}
+        if isinstance(value.get("id"), str):
+            value["id"] = value["id"].rpartition("/")[0] + "/#"
+    return value
+
+
 NORMALISERS: dict[str, Normaliser] = {
+    "email": Normaliser(
+        forgives=(
+            *COMMON,
+            "a sent message's Message-ID and date: the sim makes them from the episode's seed and its fixed clock "
+            "(the mailbox's 'now', so an episode replays exactly); a real server makes a unique id and stamps the "
+            "wall clock",
+            "the number of a sent message's copy in Sent (Sent/8 against Sent/23): a sim episode starts from the "
+            "shipped mailbox, while the prod Sent folder keeps every message sent before it (the run's earlier "
+            "scripts included); the folder, recipients, subject, threading headers and attachments still count",
+        ),
+        rule=_email,
+    ),
     "sql": Normaliser(
         forgives=(
             *COMMON,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Task, stratified_sample
 from openenv_mcp.errors import ConfigError
 
-__all__ = ["SOURCES", "Script", "from_random", "from_tasks", "from_trajectories"]
+__all__ = ["PROD_STATE", "SOURCES", "Script", "comparable", "from_random", "from_tasks", "from_trajectories"]
 
 SOURCES = ("tasks", "trajectories", "random")
 """The sources of calls, in the order a report shows them."""
@@ -42,12 +42,40 @@ class Script:
     calls: list[Call]
 
 
+def _on_shipped_mailbox(task: Task) -> bool:
+    return getattr(task, "scenario", None) is None
+
+
+PROD_STATE: dict[str, tuple[Callable[[Task], bool], str]] = {
+    "email": (
+        _on_shipped_mailbox,
+        "a generated email task files messages of its own into the mailbox it starts from; the prod mailbox "
+        "(Dovecot, seeded by python -m openenv_mcp.servers.email.seed) holds the shipped mailbox only, whose IMAP "
+        "UIDs are the sim's message ids, so only the tasks on the shipped mailbox are compared",
+    ),
+}
+"""Per environment, which tasks start from state the prod service holds, and why the others cannot be compared
+(an environment not named here: every task)."""
+
+
+def comparable(environment: Environment[Any, Any]) -> tuple[list[Task], str | None]:
+    """The tasks whose seeded state the prod service holds, and a note on the others (``None``: all are)."""
+    tasks: list[Task] = list(environment.tasks())
+    if environment.name not in PROD_STATE:
+        return tasks, None
+    holds, why = PROD_STATE[environment.name]
+    kept = [task for task in tasks if holds(task)]
+    left = len(tasks) - len(kept)
+    return kept, (f"{left} of {len(tasks)} tasks not compared: {why}" if left else None)
+
+
 def from_tasks(environment: Environment[Any, Any], *, sample: int | None, seed: int) -> list[Script]:
-    """Each task's reference solution (``Environment.solve``), for all tasks or a seeded sample of ``sample``
-    covering every (split, difficulty) stratum first (as ``openenv-mcp tasks check`` draws)."""
+    """Each comparable task's reference solution (``Environment.solve``; see :func:`comparable`), for all of them
+    or a seeded sample of ``sample`` covering every (split, difficulty) stratum first (as ``openenv-mcp tasks
+    check`` draws)."""
     if environment.solve is None:
         raise ConfigError(f"{environment.name} has no reference solutions (Environment.solve) to compare")
-    tasks: list[Task] = list(environment.tasks())
+    tasks, _ = comparable(environment)
     if sample is not None:
         tasks = stratified_sample(tasks, sample, seed=seed, key=lambda task: (task.split, task.difficulty or "-"))
     return [Script("tasks", task.id, task.id, list(environment.solve(task))) for task in tasks]
@@ -61,14 +89,14 @@ def from_trajectories(environment: Environment[Any, Any], url: str, *, limit: in
     if "://" not in url:
         url = f"sqlite:///{url}"
     store = TrajectoryStore(url)
-    known = {task.id for task in environment.tasks()}
+    known = {task.id for task in comparable(environment)[0]}
     scripts = []
     try:
         store.check_readable()
         for stored in store.read(EpisodeFilter(server=environment.name, min_steps=1)):
             task_id = str(stored.episode["task_id"])
             if task_id not in known:
-                continue  # a task this version no longer has: its seeded state cannot be rebuilt
+                continue  # a task this version no longer has, or one whose state prod does not hold
             calls = [(str(step["tool"]), dict(step["arguments"])) for step in stored.steps]
             scripts.append(Script("trajectories", str(stored.episode["id"]), task_id, calls))
             if limit is not None and len(scripts) >= limit:
@@ -89,7 +117,7 @@ def from_random(
     draw = random.Random(seed)
     pools = _pools([*environment.examples, *(call for script in seen for call in script.calls)])
     tools = list(environment.tools)
-    tasks = sorted(task.id for task in environment.tasks())
+    tasks = sorted(task.id for task in comparable(environment)[0])
     scripts = []
     for number in range(count):
         calls = []

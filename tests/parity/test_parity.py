@@ -114,3 +114,27 @@ def _first_difference(report: dict[str, Any]) -> str:
             if example["kind"] == "different":
                 return f"{name}: {json.dumps(example)[:2000]}"
     return "(none)"
+
+
+@pytest.mark.prod
+def test_email_task_references_answer_the_same_in_the_sim_mailbox_and_dovecot(tmp_path: Path) -> None:
+    from tests.support.email import dovecot, smtp_server
+
+    with dovecot() as imap, smtp_server() as smtp:
+        done = parity(
+            "email", "--out", str(tmp_path), "--from", "tasks",
+            EMAIL_FROM_ADDRESS="alex.morgan@northwind.example", EMAIL_FROM_NAME="Alex Morgan",
+            EMAIL_SMTP_HOST=smtp.host, EMAIL_SMTP_PORT=str(smtp.port), EMAIL_SMTP_SECURITY="none",
+            EMAIL_IMAP_HOST=imap.host, EMAIL_IMAP_PORT=str(imap.port), EMAIL_IMAP_SECURITY="none",
+            EMAIL_IMAP_USERNAME=imap.user, EMAIL_IMAP_PASSWORD=imap.password, EMAIL_TIMEOUT="5",
+        )  # fmt: skip
+        delivered = len(smtp.received)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "parity.json").read_text())
+    # the 18 tasks on the shipped mailbox (the one Dovecot is seeded with): every read, send, reply and forward
+    assert report["sources"]["tasks"]["calls"] == 42 and report["gap"] == 0, _first_difference(report)
+    assert any("1469 of 1487 tasks not compared" in note for note in report["notes"])
+    for name in ("read_email", "send_email", "reply_email", "forward_email"):
+        assert report["tools"][name]["calls"] > 0 and report["tools"][name]["different"] == 0
+    assert report["tools"]["reply_email"]["equivalent"] > 0  # Message-ID, date and Sent number forgiven
+    assert delivered == 22  # every send really went out through SMTP
