@@ -96,7 +96,24 @@ def _email(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+def _search(tool: str, arguments: Mapping[str, Any], value: Any) -> Any:
+    """A hit's score and snippet: the ranked documents still count."""
+    if tool == "search" and isinstance(value, dict) and isinstance(value.get("hits"), list):
+        hits = [{k: v for k, v in hit.items() if k not in ("score", "snippet")} for hit in value["hits"]]
+        value = {**value, "hits": hits}
+    return value
+
+
 NORMALISERS: dict[str, Normaliser] = {
+    "search": Normaliser(
+        forgives=(
+            *COMMON,
+            "a hit's score and snippet: BM25 (SQLite FTS5) and ts_rank_cd (PostgreSQL) or Sphinx's ranker score on "
+            "scales of their own, and each engine cuts its own excerpt; which documents come back, in what order, "
+            "still counts",
+        ),
+        rule=_search,
+    ),
     "email": Normaliser(
         forgives=(
             *COMMON,
