@@ -2,7 +2,8 @@
 
 Both sides take the one path (:meth:`Runtime.call <openenv_mcp.runtime.Runtime.call>`: the same validation and
 dispatch as every door); nothing here calls a backend. The sim side plays each script in an episode of its own,
-opened on the script's task with ``seed``; the prod side plays it on the prod backend, in the same order.
+opened on the script's task with ``seed``; the prod side plays it on the prod backend, in the same order, after the
+environment's stage (if it has one: :mod:`~openenv_mcp.parity.staging`) made prod hold the episode's start.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from openenv_mcp.models import Observation
 from openenv_mcp.parity.normalisers import Normaliser, normaliser_for
 from openenv_mcp.parity.report import Example, Kind, ParityReport, ToolParity
 from openenv_mcp.parity.scripts import Script
+from openenv_mcp.parity.staging import STAGES
 from openenv_mcp.runtime import Runtime
 
 __all__ = ["compare", "measure"]
@@ -51,8 +53,11 @@ async def measure(
 async def _play(
     sim: Runtime, prod: Runtime, script: Script, seed: int, normalise: Normaliser, report: ParityReport
 ) -> None:
+    stage = STAGES.get(sim.env.name)
     opened = await sim.reset(task_id=script.task_id, seed=seed)
     try:
+        if stage is not None:
+            await stage(sim, prod, opened.episode_id)
         for step, (tool, arguments) in enumerate(script.calls, start=1):
             mine, done = await _call(sim, tool, arguments, opened.episode_id)
             theirs, _ = await _call(prod, tool, arguments, None)
@@ -67,6 +72,8 @@ async def _play(
                     )
                 await sim.close_episode(opened.episode_id)
                 opened = await sim.reset(task_id=script.task_id, seed=seed)
+                if stage is not None:
+                    await stage(sim, prod, opened.episode_id)
     finally:
         await sim.close_episode(opened.episode_id)
 

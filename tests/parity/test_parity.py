@@ -138,3 +138,18 @@ def test_email_task_references_answer_the_same_in_the_sim_mailbox_and_dovecot(tm
         assert report["tools"][name]["calls"] > 0 and report["tools"][name]["different"] == 0
     assert report["tools"]["reply_email"]["equivalent"] > 0  # Message-ID, date and Sent number forgiven
     assert delivered == 22  # every send really went out through SMTP
+
+
+@pytest.mark.prod
+def test_memory_answers_the_same_as_the_upstream_memory_server(tmp_path: Path) -> None:
+    from tests.support import memory_upstream
+
+    # each script first makes the upstream's graph the sim episode's start (the stage), through the tools
+    done = parity(
+        "memory", "--out", str(tmp_path), "--from", "tasks", "random", "--sample", "20", "--random", "10",
+        MEMORY_UPSTREAM_COMMAND=memory_upstream(), MEMORY_FILE_PATH=str(tmp_path / "graph.jsonl"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "parity.json").read_text())
+    assert report["gap"] == 0 and report["sources"]["tasks"]["calls"] > 20, _first_difference(report)
+    assert all(tool["calls"] > 0 for tool in report["tools"].values()), report["tools"]
