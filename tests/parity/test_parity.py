@@ -153,3 +153,20 @@ def test_memory_answers_the_same_as_the_upstream_memory_server(tmp_path: Path) -
     report = json.loads((tmp_path / "parity.json").read_text())
     assert report["gap"] == 0 and report["sources"]["tasks"]["calls"] > 20, _first_difference(report)
     assert all(tool["calls"] > 0 for tool in report["tools"].values()), report["tools"]
+
+
+@pytest.mark.prod
+def test_search_differs_only_in_ranking_from_postgresql_full_text_search(tmp_path: Path) -> None:
+    from tests.support.search import search_database
+
+    with search_database() as database:
+        done = parity(
+            "search", "--out", str(tmp_path), "--from", "tasks", "random", "--sample", "20", "--random", "6",
+            SEARCH_DATABASE_URL=database.reader_url,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tools = json.loads((tmp_path / "parity.json").read_text())["tools"]
+    # BM25 and ts_rank_cd rank differently (docs/parity.md has the figures); everything else answers the same
+    assert tools["search"]["calls"] > 0 and tools["search"]["different"] > 0
+    for name in ("collection_info", "fetch", "submit_answer"):
+        assert tools[name]["calls"] > 0 and tools[name]["different"] == 0, (name, tools[name]["examples"])
