@@ -129,7 +129,7 @@ class ParityReport:
 
         lines += [row(name, counts) for name, counts in self.tools.items()]
         if self.sources:
-            lines.append(f"{'source':<{width}}")
+            lines.append("source")
             lines += [row(name, counts) for name, counts in self.sources.items()]
         lines.append(f"gap {self.gap:.3f} over {self.calls} calls")
         lines += [f"note: {note}" for note in self.notes]
