@@ -54,7 +54,8 @@ async def _play(
     sim: Runtime, prod: Runtime, script: Script, seed: int, normalise: Normaliser, report: ParityReport
 ) -> None:
     stage = STAGES.get(sim.env.name)
-    opened = await sim.reset(task_id=script.task_id, seed=seed)
+    episode_seed = seed if script.seed is None else script.seed
+    opened = await sim.reset(task_id=script.task_id, seed=episode_seed)
     try:
         if stage is not None:
             await stage(sim, prod, opened.episode_id)
@@ -71,7 +72,7 @@ async def _play(
                         f"{len(script.calls)}; the rest was played in a fresh episode of the same task"
                     )
                 await sim.close_episode(opened.episode_id)
-                opened = await sim.reset(task_id=script.task_id, seed=seed)
+                opened = await sim.reset(task_id=script.task_id, seed=episode_seed)
                 if stage is not None:
                     await stage(sim, prod, opened.episode_id)
     finally:

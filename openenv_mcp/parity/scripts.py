@@ -34,12 +34,14 @@ class Script:
         label: What the calls are (a task id, a trajectory id, ``random-3``).
         task_id: The task whose seeded state the sim episode starts from.
         calls: The calls, ``(tool, arguments)``.
+        seed: The sim episode's seed (``None``: the run's).
     """
 
     source: str
     label: str
     task_id: str
     calls: list[Call]
+    seed: int | None = None
 
 
 def _on_shipped_mailbox(task: Task) -> bool:
@@ -98,7 +100,8 @@ def from_trajectories(environment: Environment[Any, Any], url: str, *, limit: in
             if task_id not in known:
                 continue  # a task this version no longer has, or one whose state prod does not hold
             calls = [(str(step["tool"]), dict(step["arguments"])) for step in stored.steps]
-            scripts.append(Script("trajectories", str(stored.episode["id"]), task_id, calls))
+            seed = int(stored.episode["seed"])
+            scripts.append(Script("trajectories", str(stored.episode["id"]), task_id, calls, seed))
             if limit is not None and len(scripts) >= limit:
                 break
     finally:
@@ -129,11 +132,21 @@ def from_random(
 
 
 def _pools(calls: Sequence[Call]) -> dict[str, list[Any]]:
-    pools: dict[str, list[Any]] = {}
+    """The strings passed to each parameter name, at any depth (``to: ["a@b"]`` and ``entities[].name`` too)."""
+    pools: dict[str, set[str]] = {}
+
+    def walk(name: str, value: Any) -> None:
+        if isinstance(value, str):
+            pools.setdefault(name, set()).add(value)
+        elif isinstance(value, list):
+            for item in value:
+                walk(name, item)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(str(key), item)
+
     for _, arguments in calls:
-        for name, value in arguments.items():
-            if isinstance(value, str) and value not in pools.setdefault(name, []):
-                pools[name].append(value)
+        walk("", arguments)
     return {name: sorted(values) for name, values in pools.items()}
 
 
@@ -143,18 +156,19 @@ def _arguments(schema: Mapping[str, Any], pools: Mapping[str, list[Any]], draw: 
     chosen: dict[str, Any] = {}
     for name, spec in properties.items():
         if name in required or (name in pools and draw.random() < 0.5):
-            value = _value(spec, pools.get(name, []), draw)
+            value = _value(spec, name, pools, draw)
             if value is not None or name in required:
                 chosen[name] = value
     return chosen
 
 
-def _value(spec: Mapping[str, Any], pool: list[Any], draw: random.Random) -> Any:
+def _value(spec: Mapping[str, Any], name: str, pools: Mapping[str, list[Any]], draw: random.Random) -> Any:
+    pool = pools.get(name, [])
     if "enum" in spec:
         return draw.choice(list(spec["enum"]))
     if "anyOf" in spec:
         options = [option for option in spec["anyOf"] if option.get("type") != "null"] or list(spec["anyOf"])
-        return _value(draw.choice(options), pool, draw)
+        return _value(draw.choice(options), name, pools, draw)
     kind = spec.get("type")
     if kind == "string":
         if pool and draw.random() < 0.8:  # mostly values known to mean something, sometimes junk
@@ -168,7 +182,9 @@ def _value(spec: Mapping[str, Any], pool: list[Any], draw: random.Random) -> Any
     if kind == "boolean":
         return draw.random() < 0.5
     if kind == "array":
-        return []
+        low = int(spec.get("minItems", 0))
+        size = draw.randint(low, max(low, min(int(spec.get("maxItems", 3)), 3)))
+        return [_value(spec.get("items", {}), name, pools, draw) for _ in range(size)]
     if kind == "object":
-        return {}
+        return _arguments(spec, pools, draw)
     return None

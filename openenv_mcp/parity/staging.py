@@ -29,13 +29,15 @@ async def _result(runtime: Runtime, tool: str, arguments: dict[str, Any], episod
 
 
 async def _memory_graph(sim: Runtime, prod: Runtime, episode_id: str) -> None:
-    """The upstream memory server's graph becomes the episode's: everything it holds is deleted, then the sim's
-    entities and relations are created (one read_graph step in the sim episode, which earns nothing)."""
+    """The upstream memory server's graph becomes the episode's: every relation and entity it holds is deleted, then
+    the sim's entities and relations are created (one read_graph step in the sim episode, which earns nothing)."""
     start = await _result(sim, "read_graph", {}, episode_id)
     held = await _result(prod, "read_graph", {}, None)
+    if held["relations"]:  # first: a relation between names that are no entities outlives delete_entities
+        await _result(prod, "delete_relations", {"relations": held["relations"]}, None)
     names = [entity["name"] for entity in held["entities"]]
     if names:
-        await _result(prod, "delete_entities", {"entityNames": names}, None)  # their relations go with them
+        await _result(prod, "delete_entities", {"entityNames": names}, None)
     if start["entities"]:
         await _result(prod, "create_entities", {"entities": start["entities"]}, None)
     if start["relations"]:
