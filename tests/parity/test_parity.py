@@ -5,6 +5,7 @@ The gap on task references must stay 0: a change that makes the sim answer diffe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -156,17 +157,22 @@ def test_memory_answers_the_same_as_the_upstream_memory_server(tmp_path: Path) -
 
 
 @pytest.mark.prod
-def test_search_differs_only_in_ranking_from_postgresql_full_text_search(tmp_path: Path) -> None:
-    from tests.support.search import search_database
+@pytest.mark.parametrize("engine", ["postgresql", "sphinx"])
+def test_search_differs_from_each_prod_engine_in_ranking_only(engine: str, tmp_path: Path) -> None:
+    from tests.support.search import search_database, sphinx_service
 
-    with search_database() as database:
+    with contextlib.ExitStack() as stack:
+        if engine == "sphinx":
+            url = stack.enter_context(sphinx_service()).url
+        else:
+            url = stack.enter_context(search_database()).reader_url
         done = parity(
             "search", "--out", str(tmp_path), "--from", "tasks", "random", "--sample", "20", "--random", "6",
-            SEARCH_DATABASE_URL=database.reader_url,
+            SEARCH_DATABASE_URL=url,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     tools = json.loads((tmp_path / "parity.json").read_text())["tools"]
-    # BM25 and ts_rank_cd rank differently (docs/parity.md has the figures); everything else answers the same
+    # BM25 ranks differently from ts_rank_cd and from Sphinx (docs/parity.md has the figures); nothing else differs
     assert tools["search"]["calls"] > 0 and tools["search"]["different"] > 0
     for name in ("collection_info", "fetch", "submit_answer"):
         assert tools[name]["calls"] > 0 and tools[name]["different"] == 0, (name, tools[name]["examples"])
