@@ -82,6 +82,23 @@ class Settings(BaseSettings):
         description="Prod, for a world (an environment with prod sessions): the task each MCP session's world starts "
         "on; unset: one drawn from the default split per session",
     )
+    record_sessions: Path | None = Field(
+        default=None,
+        description="Prod: record every MCP tool call and its result, by session, as JSON lines in this file "
+        "(off when unset; the redaction hook runs first); 'openenv-mcp tasks mine FILE' turns them into sim tasks",
+    )
+    record_max_bytes: int = Field(
+        default=100_000_000, ge=1, description="The session recording's size cap: past it, calls are not recorded"
+    )
+    record_redact: str | None = Field(
+        default=None,
+        description="Redaction hook for session recording, module:function; it takes each call's record (a dict) "
+        "and returns it redacted, or None to leave the call out, before anything is written",
+    )
+    extra_tasks: Path | None = Field(
+        default=None,
+        description="Sim: a JSON-lines file of more tasks for this environment (e.g. from 'openenv-mcp tasks mine')",
+    )
     curriculum: bool = Field(
         default=False, description="Draw the task of a reset without task_id from the adaptive curriculum"
     )

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"trajectories"},
     {"doors", "client"},
     {"rollout", "deploy", "registry"},
-    {"evaluation", "training", "authoring"},
+    {"evaluation", "training", "authoring", "parity"},
     {"cli"},
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

@@ -31,7 +31,11 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "openenv_mcp.cli.doctor",
     "openenv_mcp.cli.provision",
     "openenv_mcp.cli.verl",
+    "openenv_mcp.cli.parity",
+    "openenv_mcp.cli.mining",
 )
+# A subcommand beside a positional (`tasks NAME` and `tasks mine RECORDING`): routed to its own command.
+_ROUTES = {("tasks", "mine"): "tasks-mine"}
 
 
 def _parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.ArgumentParser:
@@ -47,6 +51,8 @@ def _parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.ArgumentParse
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` (default: this process's arguments) and return its exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) >= 2 and (route := _ROUTES.get((argv[0], argv[1]))) is not None:
+        argv = [route, *argv[2:]]
     # Any other first word, --help included, gets the whole parser.
     own = _OWN_COMMANDS.get(argv[0]) if argv else None
     args = _parser(tuple(_OWN_COMMANDS.values()) if own else _COMMAND_MODULES).parse_args(argv)

@@ -119,6 +119,12 @@ class McpDoor:
             return str(key)
         return _STDIO if self._stdio else None
 
+    def _session_id(self, ctx: Any) -> str | None:
+        """The MCP session id a prod call came in on, for session recording (``None``: a sessionless request)."""
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+        session_id = getattr(connection, "session_id", None)
+        return str(session_id) if session_id else (_STDIO if self._stdio else None)
+
     async def _open_episode(self) -> str:
         return await self.runtime.session_episode()
 
@@ -138,7 +144,8 @@ class McpDoor:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             episode_id = await self._episode(ctx, params) if self.runtime.episodic else None
-            outcome = await self.runtime.call(params.name, params.arguments, episode_id)
+            session = None if self.runtime.sim else self._session_id(ctx)
+            outcome = await self.runtime.call(params.name, params.arguments, episode_id, session=session)
         except ToolNotFound as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
         except OpenEnvError as exc:

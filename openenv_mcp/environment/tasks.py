@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
-from openenv_mcp.errors import EpisodeError
+from openenv_mcp.errors import ConfigError, EpisodeError
 
-__all__ = ["Grade", "Task", "TaskSet", "by_difficulty", "stratified_sample"]
+__all__ = ["Grade", "Task", "TaskSet", "by_difficulty", "stratified_sample", "task_record", "with_extra_tasks"]
 
 T = TypeVar("T")
 
@@ -146,3 +149,36 @@ def by_difficulty(tier: str) -> tuple[int, str]:
     """A sort key for difficulty tiers: easy, medium, hard, then other names in order, then ``"-"`` (none)."""
     known = {"easy": 0, "medium": 1, "hard": 2, "-": 4}
     return known.get(tier, 3), tier
+
+
+def task_record(task: Task) -> dict[str, Any]:
+    """A task as one JSON object (its dataclass fields), as :func:`with_extra_tasks` reads it back."""
+    return {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}
+
+
+def with_extra_tasks(tasks: TaskSet, path: Path) -> TaskSet:
+    """``tasks`` and the tasks of a JSON-lines file (``OPENENV_EXTRA_TASKS``, e.g. from ``openenv-mcp tasks mine``).
+
+    Each line is ``{"task": {FIELD: VALUE, ...}}`` (other keys are kept for the reader): the fields of the
+    environment's own task class (its first task's), so a mined sql task is a ``SqlTask`` the environment grades
+    as any other. A bad file stops the start-up with :class:`ConfigError` naming the line.
+    """
+    kind = type(next(iter(tasks)))
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"OPENENV_EXTRA_TASKS: cannot read {path}: {exc.strerror}") from None
+    extra = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            extra.append(kind(**json.loads(line)["task"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f'OPENENV_EXTRA_TASKS: {path}:{number} is not a {kind.__name__} ({{"task": {{fields}}}}): {exc}'
+            ) from None
+    try:
+        return TaskSet([*tasks, *extra], default_split=tasks.default_split)
+    except ValueError as exc:
+        raise ConfigError(f"OPENENV_EXTRA_TASKS: {path}: {exc}") from None

@@ -1,4 +1,5 @@
-"""Episode observers: what else wants to see every reset, step and close (recorders, exporters).
+"""Episode observers: what else wants to see every reset, step and close (recorders, exporters); and call
+recorders, what sees every prod call (session recording).
 
 The runtime calls observers after the step is done and graded, outside the episode's lock.
 ``on_*`` methods must not block: an observer that writes to disk or a database queues the event
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from openenv_mcp.models import Observation
     from openenv_mcp.runtime.episodes import Episode, Outcome
 
-__all__ = ["EpisodeObserver"]
+__all__ = ["CallRecorder", "EpisodeObserver"]
 
 
 class EpisodeObserver(Protocol):
@@ -35,3 +36,14 @@ class EpisodeObserver(Protocol):
 
     def on_close(self, episode: Episode) -> None:
         """An episode was closed (explicitly, reaped, or at shutdown)."""
+
+
+class CallRecorder(Protocol):
+    """What sees every prod call on the shared backend (session recording): started and stopped with the
+    server; ``on_call`` must not block (queue the write)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def on_call(self, session: str | None, call: BoundCall, observation: Observation) -> None: ...

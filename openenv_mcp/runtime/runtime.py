@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from openenv_mcp.environment.spec import Environment
-from openenv_mcp.environment.tasks import Grade, Task, TaskSet
+from openenv_mcp.environment.tasks import Grade, Task, TaskSet, with_extra_tasks
 from openenv_mcp.environment.tools import BoundCall
 from openenv_mcp.errors import (
     BackendUnavailable,
@@ -47,7 +47,7 @@ from openenv_mcp.runtime.crashes import crashed
 from openenv_mcp.runtime.episodes import Episode, EpisodeTable, Outcome, first_observation
 from openenv_mcp.runtime.forks import Forks, ForkVia
 from openenv_mcp.runtime.metrics import Metrics
-from openenv_mcp.runtime.observers import EpisodeObserver
+from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver
 from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
 from openenv_mcp.settings import Settings
 
@@ -75,7 +75,10 @@ class Runtime:
         self.episodic = self.sim or env.prod_sessions  # calls act on episodes (in prod: one per MCP session)
         self.tasks: TaskSet = env.tasks()
         self.max_steps = settings.max_steps or env.max_steps
+        if settings.extra_tasks is not None and self.sim:
+            self.tasks = with_extra_tasks(self.tasks, settings.extra_tasks)
         self.observers: list[EpisodeObserver] = []
+        self.call_recorders: list[CallRecorder] = []  # prod: what else sees every call (session recording)
         self._paces: list[Callable[[], Awaitable[None] | None]] = []  # observers' waits for room (EpisodeObserver)
         self.episodes = EpisodeTable(
             capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
@@ -114,6 +117,10 @@ class Runtime:
         if (pace := getattr(observer, "pace", None)) is not None:
             self._paces.append(pace)
 
+    def record_calls(self, recorder: CallRecorder) -> None:
+        """Show ``recorder`` every prod call on the shared backend from now on (with the calling session)."""
+        self.call_recorders.append(recorder)
+
     def _closed(self, episode: Episode) -> None:
         for observer in self.observers:
             observer.on_close(episode)
@@ -122,6 +129,8 @@ class Runtime:
         """Open the prod backend (or, where calls act on episodes, a probe that proves a sim backend can be built)."""
         for observer in self.observers:
             await observer.start()
+        for recorder in self.call_recorders:
+            await recorder.start()
         if self.episodic:
             if self.settings.prod_task is not None and not self.sim:
                 self.tasks.get(self.settings.prod_task)  # an unknown OPENENV_PROD_TASK stops the start, naming it
@@ -146,6 +155,8 @@ class Runtime:
             self._backend = None
         for observer in self.observers:
             await observer.stop()
+        for recorder in self.call_recorders:
+            await recorder.stop()
 
     async def readiness(self) -> dict[str, str]:
         """Each backend's ping: ``"ok"`` or why it failed."""
@@ -159,9 +170,14 @@ class Runtime:
 
     # the one path ------------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: Mapping[str, Any] | None, episode_id: str | None) -> Outcome:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any] | None, episode_id: str | None, *, session: str | None = None
+    ) -> Outcome:
         """Validate and run one tool call; in sim mode, on an episode (the default one when ``None``); in prod, on
-        the shared backend, or on the calling session's episode for an environment with ``prod_sessions``."""
+        the shared backend, or on the calling session's episode for an environment with ``prod_sessions``.
+
+        ``session`` names the MCP session a prod call came in on, for the call recorders (:meth:`record_calls`).
+        """
         started = time.perf_counter()
         outcome = "crashed"  # what the metrics say if a tool raises something unexpected
         try:
@@ -169,6 +185,8 @@ class Runtime:
             if not self.episodic:
                 observation = await bound.run(self._backend)
                 result = Outcome(observation, None, 0.0, False)
+                for recorder in self.call_recorders:
+                    recorder.on_call(session, bound, observation)
             else:
                 episode = self.episodes.get(episode_id) if episode_id else await self._default_episode()
                 async with episode.lock:

@@ -24,6 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from openenv_mcp.backends.postgres import database_error, open_engine, unavailable
 from openenv_mcp.errors import ConfigError, ToolFailed
+from openenv_mcp.servers.sql.column_names import postgres_column_name
 from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from openenv_mcp.servers.sql.readonly import single_read_statement
 from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
@@ -61,8 +62,15 @@ def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
         raise ToolFailed(f"No table {table!r}; tables: {', '.join(sorted(names))}")
     try:
         primary = set(inspector.get_pk_constraint(table, schema=schema).get("constrained_columns") or [])
+        # A primary key column is NOT NULL in PostgreSQL whatever the DDL says; SQLite reports it nullable (it
+        # lets a non-INTEGER key hold NULL, a historical quirk): both show what PostgreSQL enforces.
         columns = [
-            Column(name=c["name"], type=str(c["type"]), nullable=bool(c["nullable"]), primary_key=c["name"] in primary)
+            Column(
+                name=c["name"],
+                type=str(c["type"]),
+                nullable=bool(c["nullable"]) and c["name"] not in primary,
+                primary_key=c["name"] in primary,
+            )
             for c in inspector.get_columns(table, schema=schema)
         ]
         foreign = [
@@ -73,6 +81,7 @@ def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
             )
             for fk in inspector.get_foreign_keys(table, schema=schema)
         ]
+        foreign.sort(key=lambda fk: (fk.columns, fk.references_table))  # each engine lists them in its own order
     except NoSuchTableError:
         raise ToolFailed(f"No table {table!r}") from None
     return TableSchema(table=table, columns=columns, foreign_keys=foreign)
@@ -215,7 +224,7 @@ class SqliteBackend:
                 raise ToolFailed(NO_ROWS)
             settings = self._settings
             builder = ResultBuilder(
-                [column[0] for column in cursor.description],
+                [postgres_column_name(column[0], sql) for column in cursor.description],
                 limit=limit,
                 cell_chars=settings.max_cell_chars,
                 result_chars=settings.max_result_chars,

@@ -10,6 +10,7 @@ sent (a ``repeat('x', 100000000)`` costs the server process 10,000 characters, n
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Sequence
 from decimal import Decimal
@@ -28,15 +29,24 @@ NO_ROWS = "The statement returned no rows; use SELECT, WITH or VALUES"
 
 def cell(value: Any) -> Cell:
     """A database value as JSON: numbers and text as they are, dates in ISO form, bytes in hex."""
-    if value is None or isinstance(value, str | int | float | bool):
+    if value is None or isinstance(value, str | int | bool):
         return value
+    if isinstance(value, float):
+        return _digits(value)
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return int(value) if value == value.to_integral_value() else _digits(float(value))
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     return str(value)
+
+
+def _digits(value: float) -> float:
+    """``value`` to 15 significant digits, the most a double holds exactly (DBL_DIG): SQLite sums REALs in binary
+    (36233.14999999998) where PostgreSQL sums NUMERICs exactly (36233.15), and an average's last digits differ
+    likewise; both backends show the digits they agree on."""
+    return float(f"{value:.15g}") if math.isfinite(value) else value
 
 
 class ResultBuilder:

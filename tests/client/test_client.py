@@ -23,7 +23,7 @@ def test_sync_client_runs_an_episode(sim_server: LiveServer) -> None:
         assert isinstance(first, StepResult) and "customer" in first.observation.text
         result = env.step("run_query", {"sql": "SELECT COUNT(*) FROM customers"})
         assert result.observation.structured_content == {
-            "columns": ["COUNT(*)"],
+            "columns": ["count"],
             "rows": [[60]],
             "row_count": 1,
             "truncated": False,

@@ -96,7 +96,7 @@ def test_tool_agent_loop_binds_each_rollout_to_one_episode_and_reports_its_rewar
     assert solved["reward_score"] == 1.0 and solved["extra_fields"]["tool_rewards"] == [0.0, 1.0, 0.0]
     assert "is over (done: True): no more tool calls count" in solved["response"]  # a call after the end
     assert solved["extra_fields"]["openenv_mcp_done"] is True
-    assert '<tool_response>{"columns":["COUNT(*)"],"rows":[[60]]' in solved["response"]
+    assert '<tool_response>{"columns":["count"],"rows":[[60]]' in solved["response"]
     assert refused["reward_score"] == 0.0 and refused["extra_fields"]["openenv_mcp_done"] is False
     assert "Unknown function 'drop_everything'" in refused["response"]  # verl's own refusal; never a step
     assert solved["extra_fields"]["openenv_mcp_episode_id"] != refused["extra_fields"]["openenv_mcp_episode_id"]
