@@ -14,6 +14,16 @@ Two pieces, each a translation onto :class:`~openenv_mcp.runtime.Runtime` (one t
   ``openenv/session/create`` (sim: opens an episode, its id is the session id), ``tools/list`` and
   ``tools/call`` with ``params.session_id``, ``openenv/session/close``. Every other ``/mcp`` request goes to
   the MCP SDK untouched. A socket opened with ``/ws?session_id=ID`` acts on that session's episode.
+
+  Which requests are OpenEnv's is decided from the headers first, so that an MCP client's request reaches the SDK
+  without this door reading its body: ``MCPToolClient`` posts with httpx's defaults (``Accept: */*``, no MCP
+  header), while an MCP client sends ``MCP-Protocol-Version`` (every request but ``initialize``) or
+  ``Mcp-Session-Id``, and must accept ``text/event-stream`` (the Streamable HTTP transport says so). A request with
+  any of these goes straight to the SDK (:func:`speaks_mcp`). Only the others are read and parsed here, bounded:
+  the app's body limit answers a body too large with 413 before it is parsed (``OPENENV_MAX_BODY_BYTES``,
+  :mod:`openenv_mcp.doors.body_limit`), and JSON nested more than about 200 levels deep is answered 400 (the
+  parser's own limit, the one the MCP SDK applies to its requests too); a body that is not OpenEnv's goes on to the
+  SDK as it came.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+import pydantic_core
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from openenv_mcp.errors import (
     EpisodeNotFound,
@@ -38,7 +49,7 @@ from openenv_mcp.errors import (
 from openenv_mcp.models import Observation
 from openenv_mcp.runtime import Runtime
 
-__all__ = ["TOO_DEEP", "OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message"]
+__all__ = ["TOO_DEEP", "OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message", "speaks_mcp"]
 
 log = logging.getLogger(__name__)
 
@@ -223,44 +234,59 @@ class OpenEnvMcpShim:
         self.inner, self.sessions = inner, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        inner, sessions = self.inner, self.sessions
-        headers = dict(scope.get("headers") or [])
-        if scope["type"] != "http" or scope["method"] != "POST" or b"mcp-session-id" in headers:
-            await inner(scope, receive, send)
+        if scope["type"] != "http" or scope["method"] != "POST" or speaks_mcp(scope["headers"]):
+            await self.inner(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
+        chunks, more = [], True
+        while more:  # the app's BodyLimit stops a body over OPENENV_MAX_BODY_BYTES (413) before it is all read
             message = await receive()
-            body += message.get("body", b"")
+            chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
+        body = b"".join(chunks)
         try:
             request = _openenv_request(body)
-        except RecursionError:  # json.loads raises it, not ValueError, past Python's recursion limit
-            error = {"code": "malformed_request", "message": TOO_DEEP}
-            await _send_json(send, 400, {"error": error})
+        except _TooDeep:
+            await _send_json(send, 400, {"error": {"code": "malformed_request", "message": TOO_DEEP}})
             return
         if request is None:
-            await inner(scope, _replay(body, receive), send)
+            await self.inner(scope, _replay(body, receive), send)
             return
-        await _send_json(send, 200, await _handle(sessions, request))
+        await _send_json(send, 200, await _handle(self.sessions, request))
 
 
-TOO_DEEP = "Malformed request: JSON nested too deeply to read; send a flatter JSON body"
+_MCP_HEADERS = (b"mcp-protocol-version", b"mcp-session-id")
+
+
+def speaks_mcp(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's headers are an MCP client's (``MCP-Protocol-Version``, ``Mcp-Session-Id``, or an
+    ``Accept`` naming ``text/event-stream``), which OpenEnv's ``MCPToolClient`` never sends."""
+    for name, value in headers:
+        if name in _MCP_HEADERS or (name == b"accept" and b"text/event-stream" in value.lower()):
+            return True
+    return False
+
+
+TOO_DEEP = "Malformed request: JSON nested too deeply to read (over 200 levels); send a flatter JSON body"
+
+
+class _TooDeep(Exception):
+    """A body whose JSON nests past the parser's limit."""
 
 
 async def _send_json(send: Send, status: int, answer: dict[str, Any]) -> None:
-    payload = json.dumps(answer).encode()
-    start: Message = {"type": "http.response.start", "status": status,
-                      "headers": [(b"content-type", b"application/json")]}  # fmt: skip
-    await send(start)
+    payload = json.dumps(answer, separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 
 def _openenv_request(body: bytes) -> dict[str, Any] | None:
-    """The OpenEnv JSON-RPC request in ``body``; ``None`` for anything else (RecursionError if nested too deeply)."""
+    """The OpenEnv JSON-RPC request in ``body``; ``None`` for anything else (:class:`_TooDeep` if nested too deeply)."""
     try:
-        request = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        request = pydantic_core.from_json(body)
+    except ValueError as exc:  # not JSON (the SDK answers it), or nested past the parser's limit
+        if str(exc).startswith("recursion limit exceeded"):
+            raise _TooDeep from exc
         return None
     if not isinstance(request, dict) or not isinstance(request.get("method"), str):
         return None

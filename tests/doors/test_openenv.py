@@ -3,6 +3,10 @@
 The clients run in a venv of their own, ``.venv/openenv`` (see tests/interop/openenv-requirements.txt), made on
 first use and reused while that file is unchanged; examples/openenv_clients.py is what they run. The servers
 run here, in sim mode each, and the SQL server in prod mode against this machine's PostgreSQL.
+
+The wire's share of /mcp is pinned without them, with plain HTTP: it answers requests shaped as OpenEnv's client
+sends them (httpx's default headers), an MCP client's request reaches the SDK without the wire reading it, and a
+body the wire reads is bounded.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from openenv_mcp.doors.openenv import TOO_DEEP
 from openenv_mcp.environment.catalog import load_environment
 from tests.support import LiveServer, live_server, peer_venv
 
@@ -92,3 +98,51 @@ def test_openenvs_mcp_client_drives_the_prod_sql_server(openenv_python: Path, pr
     assert seen["mcp_tools"] == {t.name: t.input_schema for t in sql.tools}
     assert "orders" in seen["mcp_call"]["result"]  # the tables of this machine's PostgreSQL
     assert "No tool 'drop_everything'" in seen["mcp_unknown_tool"]
+
+
+# the wire at /mcp, over plain HTTP -------------------------------------------------------------------------------
+
+OPENENV_HEADERS = {"accept": "*/*", "content-type": "application/json"}  # httpx's defaults: what MCPToolClient posts
+MCP_MARKS = {  # each alone marks a request as an MCP client's
+    "protocol version": {"accept": "application/json", "mcp-protocol-version": "2026-07-28"},
+    "session id": {"accept": "application/json", "mcp-session-id": "0" * 32},
+    "accepts an event stream": {"accept": "application/json, text/event-stream"},
+}
+
+
+def rpc(method: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params, "id": 1}
+
+
+def test_openenvs_requests_are_answered_by_the_wire(sim_server: LiveServer) -> None:
+    url, before = f"{sim_server.url}/mcp", len(sim_server.runtime.episodes)
+    created = httpx.post(url, json=rpc("openenv/session/create"), headers=OPENENV_HEADERS, timeout=30)
+    session = created.json()["result"]["session_id"]
+    assert len(sim_server.runtime.episodes) == before + 1
+    call = rpc("tools/call", name="list_tables", arguments={}, session_id=session)
+    called = httpx.post(url, json=call, headers=OPENENV_HEADERS, timeout=30).json()
+    assert "orders" in called["result"]["data"]["result"] and called["result"]["_meta"]["done"] is False
+    httpx.post(url, json=rpc("openenv/session/close", session_id=session), headers=OPENENV_HEADERS, timeout=30)
+    assert len(sim_server.runtime.episodes) == before
+
+
+@pytest.mark.parametrize("mark", sorted(MCP_MARKS))
+def test_an_mcp_clients_request_reaches_the_sdk_unread_by_the_wire(sim_server: LiveServer, mark: str) -> None:
+    # a body the wire answers itself (a new session and its episode) when OpenEnv's client sends it
+    headers, before = {"content-type": "application/json", **MCP_MARKS[mark]}, len(sim_server.runtime.episodes)
+    answer = httpx.post(f"{sim_server.url}/mcp", json=rpc("openenv/session/create"), headers=headers, timeout=30)
+    assert "session_id" not in answer.text and "error" in answer.json(), answer.text  # the SDK's refusal
+    assert len(sim_server.runtime.episodes) == before
+
+
+def test_a_body_the_wire_reads_is_bounded_and_the_wire_goes_on(sim_server: LiveServer) -> None:
+    url = f"{sim_server.url}/mcp"
+    deep = b'{"jsonrpc": "2.0", "method": "tools/call", "params": ' + b"[" * 300 + b"]" * 300 + b"}"
+    answer = httpx.post(url, content=deep, headers=OPENENV_HEADERS, timeout=30)
+    assert answer.status_code == 400 and answer.json()["error"] == {"code": "malformed_request", "message": TOO_DEEP}
+    chunks = (b"x" * 65536 for _ in range(80))  # 5 MiB, chunked: no Content-Length to refuse it by
+    answer = httpx.post(url, content=chunks, headers=OPENENV_HEADERS, timeout=30)
+    assert answer.status_code == 413 and answer.json()["error"]["code"] == "body_too_large"
+    created = httpx.post(url, json=rpc("openenv/session/create"), headers=OPENENV_HEADERS, timeout=30)
+    session = created.json()["result"]["session_id"]
+    httpx.post(url, json=rpc("openenv/session/close", session_id=session), headers=OPENENV_HEADERS, timeout=30)
