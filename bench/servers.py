@@ -155,6 +155,12 @@ def bare_fastapi(tables: Sequence[str]) -> ServerSpec:
     return ServerSpec("bare-fastapi", argv, "/healthz")
 
 
+def fastapi_with_mcp(tables: Sequence[str]) -> ServerSpec:
+    """Bare FastAPI with the bare SDK server at ``/mcp``: the start-up floor of a server with both doors."""
+    argv = [sys.executable, "-m", "bench.baseline_fastapi", "--port", "{port}", "--tables", ",".join(tables), "--mcp"]
+    return ServerSpec("fastapi-mcp", argv, "/healthz")
+
+
 def bare_mcp(tables: Sequence[str]) -> ServerSpec:
     argv = [sys.executable, "-m", "bench.baseline_mcp", "--port", "{port}", "--tables", ",".join(tables)]
     return ServerSpec("bare-mcp", argv, "/")  # "/" is a plain 404: proves the app serves without an MCP session
