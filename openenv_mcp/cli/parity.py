@@ -42,6 +42,12 @@ def add_commands(commands: Any) -> None:
     parity.add_argument("--random", type=positive, default=20, help="random scripts of 4 calls (default 20)")
     parity.add_argument("--trajectories-limit", type=positive, default=200, help="recorded episodes at most (200)")
     parity.add_argument("--seed", type=int, default=0, help="the draws and the sim episodes' seed (default 0)")
+    parity.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="run even though the calls change the prod service (email sends mail, memory replaces its graph): "
+        "for a scratch copy of the service, never the one in use",
+    )
 
 
 def _sources(tokens: list[str] | None) -> dict[str, str | None]:
@@ -63,12 +69,18 @@ def _parity(args: argparse.Namespace) -> int:
     from openenv_mcp.doors.http import build_runtime
     from openenv_mcp.environment.catalog import load_environment
     from openenv_mcp.parity import comparable, from_random, from_tasks, from_trajectories, measure
+    from openenv_mcp.parity.staging import prod_writes
     from openenv_mcp.settings import Settings, load_settings
 
     sources = _sources(args.sources)
     env = load_environment(args.name)
     if env.prod_backend is None:
         raise ConfigError(f"{env.name} has no prod backend of its own to compare its sim with")
+    if not args.allow_writes and (writes := prod_writes(env)) is not None:
+        raise ConfigError(
+            f"parity {env.name} would change its prod service: {writes}. Point its prod settings at a scratch "
+            "copy of the service (not the one in use), then pass --allow-writes"
+        )
     settings = load_settings(Settings, curriculum=False)  # nothing records here: no recorder is attached
     scripts, notes = [], []
     if "tasks" in sources:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from openenv_mcp.environment.spec import Environment
 from openenv_mcp.errors import BackendUnavailable
 from openenv_mcp.runtime import Runtime
 
-__all__ = ["STAGES", "Stage"]
+__all__ = ["STAGES", "Stage", "prod_writes"]
 
 Stage = Callable[[Runtime, Runtime, str], Awaitable[None]]
 """``stage(sim, prod, episode_id)``: make ``prod`` hold the state the sim episode ``episode_id`` is in."""
@@ -46,3 +47,15 @@ async def _memory_graph(sim: Runtime, prod: Runtime, episode_id: str) -> None:
 
 STAGES: dict[str, Stage] = {"memory": _memory_graph}
 """The stages of the environments whose tools can set the prod state, by environment name."""
+
+
+def prod_writes(env: Environment[Any, Any]) -> str | None:
+    """What a parity run of ``env`` would change on its prod service, or ``None`` when every call only reads.
+
+    A tool counts as a writer unless it declares ``readOnlyHint``; a stage replaces the service's state outright.
+    """
+    writers = sorted(tool.name for tool in env.tools if not tool.annotations.get("readOnlyHint"))
+    changes = [f"it calls {', '.join(writers)}, which change the service"] if writers else []
+    if env.name in STAGES:
+        changes.append("before each script it replaces everything the service holds with the sim episode's start")
+    return "; ".join(changes) or None

@@ -109,6 +109,18 @@ def test_a_missing_prod_setting_or_an_unknown_source_is_refused_saying_what_to_d
     assert unknown.returncode == 2 and "--from 'logs': give tasks, random, or trajectories" in unknown.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [("email", "forward_email, read_email, reply_email, send_email"), ("memory", "replaces everything the service")],
+)
+def test_a_run_that_would_change_the_prod_service_needs_allow_writes(name: str, what: str, tmp_path: Path) -> None:
+    # refused before any service is reached: the settings point nowhere
+    done = parity(name, "--out", str(tmp_path), EMAIL_IMAP_HOST="nowhere.invalid", MEMORY_UPSTREAM_COMMAND="false")
+    assert done.returncode == 2 and f"parity {name} would change its prod service" in done.stderr, done.stderr
+    assert what in done.stderr and "scratch copy" in done.stderr and "--allow-writes" in done.stderr
+    assert not (tmp_path / "parity.json").exists()
+
+
 def _first_difference(report: dict[str, Any]) -> str:
     for name, tool in report["tools"].items():
         for example in tool["examples"]:
@@ -123,7 +135,7 @@ def test_email_task_references_answer_the_same_in_the_sim_mailbox_and_dovecot(tm
 
     with dovecot() as imap, smtp_server() as smtp:
         done = parity(
-            "email", "--out", str(tmp_path), "--from", "tasks",
+            "email", "--out", str(tmp_path), "--from", "tasks", "--allow-writes",  # these servers are the test's own
             EMAIL_FROM_ADDRESS="alex.morgan@northwind.example", EMAIL_FROM_NAME="Alex Morgan",
             EMAIL_SMTP_HOST=smtp.host, EMAIL_SMTP_PORT=str(smtp.port), EMAIL_SMTP_SECURITY="none",
             EMAIL_IMAP_HOST=imap.host, EMAIL_IMAP_PORT=str(imap.port), EMAIL_IMAP_SECURITY="none",
@@ -148,6 +160,7 @@ def test_memory_answers_the_same_as_the_upstream_memory_server(tmp_path: Path) -
     # each script first makes the upstream's graph the sim episode's start (the stage), through the tools
     done = parity(
         "memory", "--out", str(tmp_path), "--from", "tasks", "random", "--sample", "20", "--random", "10",
+        "--allow-writes",
         MEMORY_UPSTREAM_COMMAND=memory_upstream(), MEMORY_FILE_PATH=str(tmp_path / "graph.jsonl"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
