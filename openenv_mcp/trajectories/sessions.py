@@ -103,7 +103,8 @@ class SessionRecorder:
         }
         if self.redact is not None:
             try:
-                record = self.redact(record)  # type: ignore[arg-type]
+                # the hook gets a copy: the arguments and result are the caller's, and its answer is still to be sent
+                record = self.redact(json.loads(json.dumps(record, default=str)))
             except Exception:  # the hook's bug: leave the call out rather than store it unredacted
                 log.exception("the session redaction hook failed; the call is not recorded")
                 record = None

@@ -20,5 +20,12 @@ def leave_out_list_tables(record: dict[str, Any]) -> dict[str, Any] | None:
     return None if record["tool"] == "list_tables" else record
 
 
+def blank_rows_in_place(record: dict[str, Any]) -> dict[str, Any]:
+    """A hook that edits the record it is given in place, as a hook may: each result row's values blanked."""
+    for row in (record.get("structured_content") or {}).get("rows", []):
+        row[:] = ["-"] * len(row)
+    return record
+
+
 def broken(record: dict[str, Any]) -> dict[str, Any]:
     raise RuntimeError("a bug in the hook")

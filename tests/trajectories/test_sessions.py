@@ -51,3 +51,22 @@ async def test_the_hook_runs_before_anything_is_written_and_the_cap_stops_record
     assert [line["tool"] for line in lines] == ["run_query", "run_query"]  # list_tables left out by the hook
     assert path.stat().st_size <= 1_000 and (recorder.recorded, recorder.left_out) == (2, 7)
     assert lines[0]["session"] == "s1" and lines[0]["structured_content"]["rows"] == [[0]]
+
+
+@pytest.mark.prod
+@pytest.mark.anyio
+async def test_a_hook_that_edits_the_record_in_place_never_changes_the_callers_answer(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQL_DATABASE_URL", pg_url)
+    path = tmp_path / "sessions.jsonl"
+    hook = "tests.support.redaction:blank_rows_in_place"
+    runtime = build_runtime(environment, Settings(mode="prod", record_sessions=path, record_redact=hook))
+    record_sessions(runtime)
+    await runtime.start()
+    answer = await runtime.call("run_query", {"sql": "SELECT 7 AS n"}, None, session="s1")
+    await runtime.stop()
+    assert answer.observation.structured_content is not None
+    assert answer.observation.structured_content["rows"] == [[7]]  # the agent's answer, untouched
+    (line,) = path.read_text().splitlines()
+    assert json.loads(line)["structured_content"]["rows"] == [["-"]]  # the stored record, redacted
