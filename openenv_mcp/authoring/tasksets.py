@@ -178,7 +178,9 @@ async def play_references(
             # off the event loop: a world's reference can take seconds to make (ScienceWorld plays its gold path
             # first), and the other episodes' steps must not wait on it (their workers' timeouts run meanwhile)
             calls = list(await asyncio.to_thread(solve, task))
-        except Exception as exc:  # a generator's bug: reported against its task, the others still play
+        # the task's data does not fit its generator's solver, or a world's gold-path worker is gone: reported
+        # against the task and the others still play; any other exception is a bug in the solver and surfaces
+        except (ValueError, LookupError, TypeError, OpenEnvError) as exc:
             return f"{task.id}: the reference could not be made: {type(exc).__name__}: {exc}"
         if not calls:
             return f"{task.id}: the reference has no calls"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openenv_mcp.servers.desktop.backends import Scenario
-from openenv_mcp.servers.desktop.tasks import FORMAT_ITEMS, FORMAT_MENU, HOW, NAMES, WORDS, DesktopTask
+from openenv_mcp.servers.desktop.tasks import FORMAT_ITEMS, FORMAT_MENU, HOW, NAMES, WORDS, DesktopTask, replace_all
 
 __all__ = ["TEST_NAMES", "TEST_PAIRS", "TEST_WORDS", "TRAIN_PAIRS", "VERSION", "EditTask", "composition", "generate"]
 
@@ -100,14 +100,7 @@ class Edit:
         if self.kind == "delete-first":
             return [("key", {"keys": "ctrl+Home"}), ("key", {"keys": "shift+Down"}), ("key", {"keys": "Delete"})]
         if self.kind == "replace":
-            return [
-                ("key", {"keys": "ctrl+h"}),
-                ("type_text", {"text": self.find}),
-                ("key", {"keys": "Tab"}),
-                ("type_text", {"text": self.replace_with}),
-                ("key", {"keys": "alt+a"}),  # Replace All
-                ("key", {"keys": "Escape"}),
-            ]
+            return replace_all(self.find, self.replace_with)
         (menu_x, menu_y), (x, y) = FORMAT_MENU, _FORMAT[self.kind]
         return [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y})]
 

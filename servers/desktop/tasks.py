@@ -27,7 +27,7 @@ from openenv_mcp import Task
 from openenv_mcp.rewards.rubrics import Criterion, Rubric, Scoring
 from openenv_mcp.servers.desktop.backends import AppState, DesktopBackend, Scenario
 
-__all__ = ["HOW", "DesktopTask", "grade", "parts", "score", "solve", "written"]
+__all__ = ["HOW", "DesktopTask", "grade", "parts", "replace_all", "score", "solve", "written"]
 
 Kind = Literal["type", "save", "menu", "replace", "edits"]
 Operation = Literal["sort", "upper", "lower"]
@@ -123,15 +123,7 @@ class DesktopTask(Task):
         if self.kind == "menu":
             (menu_x, menu_y), (x, y) = FORMAT_MENU, FORMAT_ITEMS[self.operation]
             return [("click", {"x": menu_x, "y": menu_y}), ("click", {"x": x, "y": y}), ("key", {"keys": "ctrl+s"})]
-        return [
-            ("key", {"keys": "ctrl+h"}),
-            ("type_text", {"text": self.find}),
-            ("key", {"keys": "Tab"}),
-            ("type_text", {"text": self.replace_with}),
-            ("key", {"keys": "alt+a"}),  # Replace All
-            ("key", {"keys": "Escape"}),
-            ("key", {"keys": "ctrl+s"}),
-        ]
+        return [*replace_all(self.find, self.replace_with), ("key", {"keys": "ctrl+s"})]
 
 
 def _sentence(rng: random.Random, *, names: bool = False) -> str:
@@ -206,6 +198,18 @@ def written() -> list[DesktopTask]:
     """The hand-written tasks: twelve of each kind, nine in train and three in test; each one edit, so easy."""
     kinds: tuple[Kind, ...] = ("type", "save", "menu", "replace")
     return [_task(kind, index) for kind in kinds for index in range(TASKS_PER_KIND)]
+
+
+def replace_all(find: str, replace_with: str) -> list[tuple[str, dict[str, Any]]]:
+    """The editor's Find & Replace dialog, Replace All, closed: the calls that replace every ``find``."""
+    return [
+        ("key", {"keys": "ctrl+h"}),
+        ("type_text", {"text": find}),
+        ("key", {"keys": "Tab"}),
+        ("type_text", {"text": replace_with}),
+        ("key", {"keys": "alt+a"}),  # Replace All
+        ("key", {"keys": "Escape"}),
+    ]
 
 
 def solve(task: DesktopTask) -> list[tuple[str, dict[str, Any]]]:

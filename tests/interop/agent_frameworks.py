@@ -169,7 +169,9 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
             try:
                 run = FRAMEWORKS[framework](url, spec["calls"][server], spec["bogus"][server])
                 seen[framework][server] = await asyncio.wait_for(run, 120)
-            except BaseException as exc:  # reported per framework and server: the test names what failed
+            # a framework's failure (an anyio task group's may be a BaseExceptionGroup) is reported per framework
+            # and server, and the test names what failed; an interrupt still stops the driver
+            except (Exception, BaseExceptionGroup) as exc:
                 lines = traceback.format_exception(exc)
                 seen[framework][server] = {"error": "".join(lines[-12:])}
     return seen
