@@ -7,7 +7,7 @@ Prod: a PostgreSQL database (``SQL_DATABASE_URL``), in read-only transactions.
 from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
-from openenv_mcp.servers.sql.backends import PostgresBackend, SqlBackend, SqliteBackend
+from openenv_mcp.servers.sql.backends import SqlBackend, SqliteBackend, open_prod_backend
 from openenv_mcp.servers.sql.generator import load_tasks
 from openenv_mcp.servers.sql.settings import SqlSettings
 from openenv_mcp.servers.sql.tasks import SqlTask, grade, solve
@@ -25,7 +25,7 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
     tasks=load_tasks,
     settings=SqlSettings,
     sim_backend=SqliteBackend.open,
-    prod_backend=PostgresBackend.open,
+    prod_backend=open_prod_backend,
     grade=grade,
     prod_requires=("database_url",),
     sim_summary="SQLite in memory: one read-only copy of the shipped fixture per process, a connection per episode",

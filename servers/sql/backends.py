@@ -1,39 +1,32 @@
-"""The SQL backends: SQLite per episode in sim, a shared PostgreSQL pool in prod.
+"""The SQL backends: SQLite per episode in sim (on ``sqlite3`` alone), PostgreSQL in prod.
 
-Both speak through SQLAlchemy and share the same introspection and query code (the
-functions below take a sync ``Connection``; prod runs them through ``run_sync``).
-Read-only is enforced three times: the lexical guard, the engine (SQLite's authorizer and
-``query_only``; PostgreSQL read-only transactions), and, in prod, the role you connect as.
+The sim's episodes each read the shipped fixture through a read-only connection of their own; the prod backend
+(:mod:`openenv_mcp.servers.sql.postgres`, SQLAlchemy and psycopg) is imported only when a prod server opens it, so
+the sim server starts without either. Read-only is enforced three times: the lexical guard, the engine (SQLite's
+authorizer and ``query_only``; PostgreSQL read-only transactions), and, in prod, the role you connect as.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import anyio.to_thread
-from sqlalchemy import Connection, create_engine, inspect
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
-from sqlalchemy.pool import NullPool
 
-from openenv_mcp.backends.postgres import database_error, open_engine, unavailable
-from openenv_mcp.errors import ConfigError, ToolFailed
+from openenv_mcp.errors import ToolFailed
 from openenv_mcp.servers.sql.column_names import postgres_column_name
 from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
 from openenv_mcp.servers.sql.readonly import single_read_statement
-from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder, stream_postgres
+from openenv_mcp.servers.sql.results import NO_ROWS, ResultBuilder
 from openenv_mcp.servers.sql.settings import SqlSettings
 
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine  # prod only: the sim server starts without it
-
-__all__ = ["PostgresBackend", "SqlBackend", "SqliteBackend", "fixture_database", "fixture_sql"]
+__all__ = ["SqlBackend", "SqliteBackend", "fixture_database", "fixture_sql", "open_prod_backend"]
 
 T = TypeVar("T")
 
@@ -48,43 +41,11 @@ class SqlBackend(Protocol):
     async def query(self, sql: str, *, limit: int | None = None) -> QueryResult: ...
 
 
-# shared by both backends ------------------------------------------------------------------
+async def open_prod_backend(settings: SqlSettings) -> SqlBackend:
+    """The prod backend: PostgreSQL at ``SQL_DATABASE_URL`` (SQLAlchemy loads here, never in a sim server)."""
+    from openenv_mcp.servers.sql.postgres import PostgresBackend
 
-
-def _tables(conn: Connection, schema: str | None) -> list[str]:
-    return sorted(inspect(conn).get_table_names(schema=schema))
-
-
-def _describe(conn: Connection, table: str, schema: str | None) -> TableSchema:
-    inspector = inspect(conn)
-    names = inspector.get_table_names(schema=schema)
-    if table not in names:
-        raise ToolFailed(f"No table {table!r}; tables: {', '.join(sorted(names))}")
-    try:
-        primary = set(inspector.get_pk_constraint(table, schema=schema).get("constrained_columns") or [])
-        # A primary key column is NOT NULL in PostgreSQL whatever the DDL says; SQLite reports it nullable (it
-        # lets a non-INTEGER key hold NULL, a historical quirk): both show what PostgreSQL enforces.
-        columns = [
-            Column(
-                name=c["name"],
-                type=str(c["type"]),
-                nullable=bool(c["nullable"]) and c["name"] not in primary,
-                primary_key=c["name"] in primary,
-            )
-            for c in inspector.get_columns(table, schema=schema)
-        ]
-        foreign = [
-            ForeignKey(
-                columns=list(fk["constrained_columns"]),
-                references_table=fk["referred_table"],
-                references_columns=list(fk["referred_columns"]),
-            )
-            for fk in inspector.get_foreign_keys(table, schema=schema)
-        ]
-        foreign.sort(key=lambda fk: (fk.columns, fk.references_table))  # each engine lists them in its own order
-    except NoSuchTableError:
-        raise ToolFailed(f"No table {table!r}") from None
-    return TableSchema(table=table, columns=columns, foreign_keys=foreign)
+    return await PostgresBackend.open(settings)
 
 
 # sim: SQLite ---------------------------------------------------------------------------------
@@ -126,19 +87,15 @@ def fixture_database() -> sqlite3.Connection:
 
 # SQLite authorizer action codes allowed for queries; everything else is denied.
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-# Pragmas that only read, whatever their argument (the inspector uses them), and one that the
-# SQLAlchemy dialect reads on connect (allowed only as a read: with no value to set).
+# Pragmas that only read, whatever their argument (describe_table reads the first two).
 _SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo"}
-_READ_ONLY_PRAGMAS = {"read_uncommitted"}
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
     if action in _ALLOWED_ACTIONS or action == sqlite3.SQLITE_TRANSACTION:
         return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name in _SCHEMA_PRAGMAS or (name in _READ_ONLY_PRAGMAS and arg2 is None):
-            return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _SCHEMA_PRAGMAS:
+        return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
 
@@ -148,7 +105,7 @@ _SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name N
 def _fresh_sqlite() -> sqlite3.Connection:
     # Memory per episode (10,000 episodes must fit in 2 GB): no private copy of the data, nor of its schema and
     # page cache (see _fixture), reads served from the shared pages in place (mmap), no prepared-statement
-    # cache. The TEMP schema is left unopened (it costs 7 KB): only describe's inspector reads it (_describe_sqlite).
+    # cache. The TEMP schema is never opened (it costs 7 KB): describe reads the main schema's pragmas only.
     shared, uri = _fixture()
     if uri is None:
         conn = sqlite3.connect(":memory:", check_same_thread=False, cached_statements=0)
@@ -162,33 +119,59 @@ def _fresh_sqlite() -> sqlite3.Connection:
     return conn
 
 
-def _describe_sqlite(conn: Connection, raw: sqlite3.Connection, table: str) -> TableSchema:
-    # The inspector opens the TEMP schema: keep its page cache small (a pragma the authorizer denies to queries).
-    raw.set_authorizer(None)
-    try:
-        raw.execute("PRAGMA temp.cache_size = 2")
-    finally:
-        raw.set_authorizer(_authorize)
-    return _describe(conn, table, None)
+_DECLARED = re.compile(r"\s*([A-Za-z_][\w ]*?)\s*(?:\((.*)\))?\s*")
 
 
-@functools.cache
-def _sim_engine() -> Any:
-    # One engine for every episode; each connect() opens a fresh read-only connection to the shared fixture.
-    return create_engine("sqlite://", creator=_fresh_sqlite, poolclass=NullPool)
+def _type_name(declared: str) -> str:
+    """A column's declared type as describe_table shows it, like PostgreSQL's: ``NUMERIC(10,2)`` -> ``NUMERIC(10, 2)``;
+    no declared type is SQLite's BLOB affinity."""
+    match = _DECLARED.fullmatch(declared)
+    if match is None:
+        return declared.upper() or "BLOB"
+    name, args = match.group(1).upper(), match.group(2)
+    return name if args is None else f"{name}({', '.join(arg.strip() for arg in args.split(','))})"
+
+
+def _describe(raw: sqlite3.Connection, table: str) -> TableSchema:
+    names = [row[0] for row in raw.execute(_SQLITE_TABLES)]
+    if table not in names:
+        raise ToolFailed(f"No table {table!r}; tables: {', '.join(names)}")
+    quoted = '"' + table.replace('"', '""') + '"'
+    info = raw.execute(f"PRAGMA main.table_info({quoted})").fetchall()  # cid, name, type, notnull, default, pk
+    # A primary key column is NOT NULL in PostgreSQL whatever the DDL says; SQLite reports it nullable (it lets a
+    # non-INTEGER key hold NULL, a historical quirk): describe shows what PostgreSQL enforces.
+    columns = [
+        Column(name=name, type=_type_name(declared), nullable=not notnull and not pk, primary_key=bool(pk))
+        for _, name, declared, notnull, _, pk in info
+    ]
+    keys: dict[int, tuple[str, list[str], list[str | None]]] = {}
+    for key, _, referred, column, to, *_ in raw.execute(f"PRAGMA main.foreign_key_list({quoted})"):
+        _, local, remote = keys.setdefault(key, (referred, [], []))
+        local.append(column)
+        remote.append(to)
+    foreign = [
+        ForeignKey(columns=local, references_table=referred, references_columns=_referred(raw, referred, remote))
+        for referred, local, remote in keys.values()
+    ]
+    foreign.sort(key=lambda fk: (fk.columns, fk.references_table))  # each engine lists them in its own order
+    return TableSchema(table=table, columns=columns, foreign_keys=foreign)
+
+
+def _referred(raw: sqlite3.Connection, table: str, columns: list[str | None]) -> list[str]:
+    """The referred columns of a foreign key; ``REFERENCES t`` naming none refers to t's primary key."""
+    if all(column is not None for column in columns):
+        return [str(column) for column in columns]
+    quoted = '"' + table.replace('"', '""') + '"'
+    info = raw.execute(f"PRAGMA main.table_info({quoted})").fetchall()
+    return [row[1] for row in sorted((row for row in info if row[5]), key=lambda row: row[5])]
 
 
 class SqliteBackend:
-    """One episode's own read-only connection to the fixture (one in-memory copy per process, see ``_fixture``).
-
-    The connection comes from a SQLAlchemy engine (and ``describe`` uses its inspector, like prod);
-    the per-step calls go straight to the sqlite3 cursor, which is several times cheaper.
-    """
+    """One episode's own read-only connection to the fixture (one in-memory copy per process, see ``_fixture``)."""
 
     def __init__(self, settings: SqlSettings) -> None:
         self._settings = settings
-        self._conn: Connection = _sim_engine().connect()
-        self._raw: sqlite3.Connection = self._conn.connection.dbapi_connection
+        self._raw: sqlite3.Connection = _fresh_sqlite()
 
     @classmethod
     async def open(cls, task: object, seed: int, settings: SqlSettings) -> SqliteBackend:
@@ -199,26 +182,26 @@ class SqliteBackend:
         return SqliteBackend(self._settings)
 
     async def ping(self) -> None:
-        self._run(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
+        self._run(lambda raw: raw.execute("SELECT 1").fetchone())
 
     async def aclose(self) -> None:
-        self._conn.close()
+        self._raw.close()
 
     async def tables(self) -> list[str]:
-        return self._run(lambda conn: [row[0] for row in self._raw.execute(_SQLITE_TABLES)])
+        return self._run(lambda raw: [row[0] for row in raw.execute(_SQLITE_TABLES)])
 
     async def describe(self, table: str) -> TableSchema:
-        return self._run(lambda conn: _describe_sqlite(conn, self._raw, table))
+        return self._run(lambda raw: _describe(raw, table))
 
     async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
         # The agent's SQL runs in a worker thread: a runaway query must not stall every other episode
         # (and /healthz) until its timeout. The episode's lock keeps one call at a time on this connection.
         return await anyio.to_thread.run_sync(
-            self._run, lambda conn: self._query(sql, limit or self._settings.max_rows)
+            self._run, lambda raw: self._query(raw, sql, limit or self._settings.max_rows)
         )
 
-    def _query(self, sql: str, limit: int) -> QueryResult:
-        cursor = self._raw.execute(single_read_statement(sql))
+    def _query(self, raw: sqlite3.Connection, sql: str, limit: int) -> QueryResult:
+        cursor = raw.execute(single_read_statement(sql))
         try:
             if cursor.description is None:
                 raise ToolFailed(NO_ROWS)
@@ -234,83 +217,20 @@ class SqliteBackend:
         finally:
             cursor.close()
 
-    def _run(self, work: Callable[[Connection], T]) -> T:
-        # sqlite3.Error is DBAPIError's .orig: raw-cursor calls raise it directly.
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        raw = self._raw
         deadline = time.monotonic() + self._settings.statement_timeout_ms / 1000
-        self._raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         try:
-            return work(self._conn)
-        except (DBAPIError, sqlite3.Error) as exc:
-            message = str(exc.orig if isinstance(exc, DBAPIError) else exc)
+            return work(raw)
+        except sqlite3.Error as exc:
+            message = str(exc)
             if message == "interrupted":
                 message = f"Query cancelled after {self._settings.statement_timeout_ms} ms; narrow it down"
             elif "not authorized" in message or "readonly" in message:
                 message = f"Only read-only queries are allowed ({message})"
             raise ToolFailed(f"SQL error: {message}") from None
         finally:
-            self._raw.set_progress_handler(None, 0)
-            if self._conn.in_transaction():
-                self._conn.rollback()
-
-
-# prod: PostgreSQL ----------------------------------------------------------------------------
-
-
-class PostgresBackend:
-    """A shared pool of read-only connections to a PostgreSQL database."""
-
-    def __init__(self, engine: AsyncEngine, settings: SqlSettings, where: str) -> None:
-        self._engine = engine
-        self._settings = settings
-        self._where = where
-
-    @classmethod
-    async def open(cls, settings: SqlSettings) -> PostgresBackend:
-        if settings.database_url is None:
-            raise ConfigError("Prod SQL needs a database: set SQL_DATABASE_URL (e.g. postgresql://reader@db:5432/shop)")
-        url = make_url(settings.database_url.get_secret_value())
-        if url.get_backend_name() != "postgresql":
-            raise ConfigError(f"SQL_DATABASE_URL must be a postgresql:// URL, not {url.get_backend_name()}://")
-        url = url.set(drivername="postgresql+psycopg")
-        engine = open_engine(
-            url,
-            statement_timeout_ms=settings.statement_timeout_ms,
-            pool_size=settings.pool_size,
-            execution_options={"postgresql_readonly": True},
-        )
-        where = url.render_as_string(hide_password=True)
-        return cls(engine, settings, where)
-
-    async def ping(self) -> None:
-        await self._run(lambda conn: conn.exec_driver_sql("SELECT 1").scalar())
-
-    async def aclose(self) -> None:
-        await self._engine.dispose()
-
-    async def tables(self) -> list[str]:
-        return await self._run(lambda conn: _tables(conn, self._settings.db_schema))
-
-    async def describe(self, table: str) -> TableSchema:
-        return await self._run(lambda conn: _describe(conn, table, self._settings.db_schema))
-
-    async def query(self, sql: str, *, limit: int | None = None) -> QueryResult:
-        query, settings = single_read_statement(sql), self._settings
-        return await self._run(
-            lambda conn: stream_postgres(
-                conn,
-                query,
-                limit=limit or settings.max_rows,
-                cell_chars=settings.max_cell_chars,
-                result_chars=settings.max_result_chars,
-                timeout_ms=settings.statement_timeout_ms,
-            )
-        )
-
-    async def _run(self, work: Callable[[Connection], T]) -> T:
-        try:
-            async with self._engine.connect() as conn:
-                return await conn.run_sync(work)
-        except DBAPIError as exc:
-            raise database_error(exc, where=self._where, query_error="SQL error") from None
-        except (OSError, SQLAlchemyError) as exc:
-            raise unavailable(self._where, exc) from None
+            raw.set_progress_handler(None, 0)
+            if raw.in_transaction:
+                raw.rollback()
