@@ -83,6 +83,7 @@ def build_app(runtime: Runtime) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        mcp.preload()  # the SDK loads in a thread while the runtime starts (the trajectory writer's start is a wait)
         await runtime.start()
         try:
             async with mcp.serving():

@@ -1,8 +1,10 @@
 """The HTTP app's ``/mcp``: the MCP door, whose SDK loads while the server already serves.
 
 Importing the MCP SDK costs about 0.3 s, a third of a server's start-up, and the control plane (``/healthz``,
-``/readyz``, ``/reset``, ``/step``) needs none of it. So the app's lifespan starts :meth:`McpMount.serving`,
-which imports :mod:`openenv_mcp.doors.mcp` in a worker thread once the server is up, builds the
+``/readyz``, ``/reset``, ``/step``) needs none of it. So the app's lifespan calls :meth:`McpMount.preload`, which
+starts importing :mod:`openenv_mcp.doors.mcp` in a worker thread (what the runtime's start waits for meanwhile, the
+trajectory writer opening its store in a process of its own, overlaps it), then :meth:`McpMount.serving`, which
+takes the import from there once the server is up, builds the
 :class:`~openenv_mcp.doors.mcp.McpDoor` over the same runtime and runs its session manager until shutdown.
 ``/healthz`` answers meanwhile; ``/readyz`` answers 503 (``mcp``: starting) until the door is up, so a client
 that waits for readiness finds both doors open. A ``/mcp`` request that comes earlier waits for the door (at
@@ -29,6 +31,8 @@ __all__ = ["LOAD_TIMEOUT", "McpMount"]
 
 log = logging.getLogger(__name__)
 
+_MODULE = "openenv_mcp.doors.mcp"
+
 LOAD_TIMEOUT = 60.0
 """Seconds a ``/mcp`` request waits for the door to come up (it takes well under one on an idle machine)."""
 
@@ -45,6 +49,11 @@ class McpMount:
         self._app: ASGIApp | None = None
         self._ready: asyncio.Event | None = None
         self._failed = ""
+        self._loading: asyncio.Task[Any] | None = None
+
+    def preload(self) -> None:
+        """Start importing the door's module (the MCP SDK) in a worker thread now; :meth:`serving` awaits it."""
+        self._loading = asyncio.get_running_loop().create_task(asyncio.to_thread(importlib.import_module, _MODULE))
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
@@ -59,8 +68,9 @@ class McpMount:
             await task
 
     async def _serve(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
+        loading, self._loading = self._loading, None
         try:
-            adapter = await asyncio.to_thread(importlib.import_module, "openenv_mcp.doors.mcp")
+            adapter = await (loading if loading is not None else asyncio.to_thread(importlib.import_module, _MODULE))
             door = adapter.McpDoor(self.runtime)
             routes = door.http_routes(session_idle_timeout=self.session_idle_timeout, max_sessions=self.max_sessions)
             app = next(route.app for route in routes if isinstance(route, Route) and route.path == "/mcp")

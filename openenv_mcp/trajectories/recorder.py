@@ -4,9 +4,10 @@ The ``on_*`` methods run on the server's event loop right after a step is graded
 one row of plain values (a step is one tuple, its JSON columns serialised by pydantic-core) and appends it
 to a batch; a batch of ``batch_size`` steps, or whatever is waiting every ``flush_interval`` seconds, is pickled
 and written to a pipe. At the other end a **writer process** (:mod:`openenv_mcp.trajectories.writer`, started
-by :meth:`TrajectoryRecorder.start`) writes each batch in one transaction and answers how many steps it
-stored, so the database's work runs on another core than the serving loop instead of taking the server's
-interpreter from it. :meth:`TrajectoryRecorder.stop` (server shutdown, after every episode is closed) sends
+by :meth:`TrajectoryRecorder.start`) opens the store (creating its tables, saving the server's tool list), writes
+each batch in one transaction and answers how many steps it stored, so the database's work runs on another core
+than the serving loop instead of taking the server's interpreter from it, and the server never imports
+SQLAlchemy to record. :meth:`TrajectoryRecorder.stop` (server shutdown, after every episode is closed) sends
 what is left, closes the pipe and waits for the writer to write it and exit. The writer also exits when the
 server dies without stopping (its input ends): it never outlives the server.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import pickle
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
     from openenv_mcp.environment.tools import BoundCall
     from openenv_mcp.runtime import Outcome, Runtime
     from openenv_mcp.runtime.episodes import Episode
-    from openenv_mcp.trajectories.store import TrajectoryStore
 
 __all__ = ["TrajectoryRecorder", "record_trajectories"]
 
@@ -114,10 +115,7 @@ class TrajectoryRecorder:
         self._process: asyncio.subprocess.Process | None = None
         self._pipe: asyncio.StreamWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        from openenv_mcp.trajectories.store import TrajectoryStore  # SQLAlchemy loads only when recording
-
-        self._store: TrajectoryStore = TrajectoryStore(url)  # a malformed URL fails here, before serving
-        self._toolset = ""
+        self._toolset = ""  # the store's id of the server's tool list, from the writer's hello
         registry = registry if registry is not None else CollectorRegistry()
         self.dropped = Counter(
             "openenv_trajectory_steps_dropped",
@@ -169,22 +167,13 @@ class TrajectoryRecorder:
     # observer ----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create the store's tables if needed and start the writer; an unreachable store is a ConfigError."""
+        """Start the writer and wait until it has opened the store; a store it cannot open is a ConfigError.
 
-        def open_store() -> None:
-            self._store.create()
-            self._toolset = self._store.save_toolset(server=self.server, description=self.description, tools=self.tools)
-
-        try:
-            await asyncio.to_thread(open_store)
-        except ConfigError as exc:
-            if not self.optional:
-                raise
-            log.warning("Recording no trajectories: %s", exc)
-            self.disabled = True
-            return
+        The wait is the writer's start-up (a Python process importing SQLAlchemy, creating the tables if needed)
+        on another core: the server's lifespan loads the MCP SDK meanwhile (``McpMount.preload``).
+        """
         path = os.environ.get("PYTHONPATH")
-        self._process = await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "openenv_mcp.trajectories.writer",
@@ -194,15 +183,28 @@ class TrajectoryRecorder:
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")},
         )
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._pipe = self._process.stdin
-        _widen(self._pipe)
+        assert process.stdin is not None and process.stdout is not None
+        _widen(process.stdin)
+        toolset = pickle.dumps({"server": self.server, "description": self.description, "tools": self.tools})
+        process.stdin.write(FRAME.pack(len(toolset)) + toolset)
+        hello = await _hello(process.stdout)
+        if "toolset" not in hello:
+            process.stdin.close()
+            await process.wait()
+            why = hello.get("error") or f"the trajectory writer exited ({process.returncode}) before opening {self.url}"
+            if not self.optional:
+                raise ConfigError(why)
+            log.warning("Recording no trajectories: %s", why)
+            self.disabled = True
+            return
+        self._toolset = hello["toolset"]
+        self._process, self._pipe = process, process.stdin
         self._stopping = False
-        self._tasks = [asyncio.create_task(self._answers(self._process.stdout)), asyncio.create_task(self._tick())]
+        self._tasks = [asyncio.create_task(self._answers(process.stdout)), asyncio.create_task(self._tick())]
         log.info("Recording trajectories to %s (OPENENV_TRAJECTORIES=off records nothing)", self.url)
 
     async def stop(self) -> None:
-        """Send everything still batched, then wait for the writer to write it and exit; close the store."""
+        """Send everything still batched, then wait for the writer to write it and exit."""
         process, pipe = self._process, self._pipe
         if process is None:
             return
@@ -218,7 +220,6 @@ class TrajectoryRecorder:
         await process.wait()
         self._process = self._pipe = None
         self._tasks = []
-        self._store.close()
 
     def pace(self) -> Awaitable[None] | None:
         """``None`` while the writer has room; else a wait until it has (at most ``max_wait`` seconds)."""
@@ -358,6 +359,15 @@ class TrajectoryRecorder:
             self._written_steps = self._enqueued_steps
             self.disabled = True
             self._pipe = None
+
+
+async def _hello(answers: asyncio.StreamReader) -> dict[str, str]:
+    """The writer's first answer (see :mod:`openenv_mcp.trajectories.writer`); empty if it exited without one."""
+    try:
+        (length,) = FRAME.unpack(await answers.readexactly(FRAME.size))
+        return dict(json.loads(await answers.readexactly(length)))
+    except asyncio.IncompleteReadError:
+        return {}
 
 
 def _json(value: Any) -> bytes:

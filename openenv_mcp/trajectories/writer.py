@@ -7,9 +7,16 @@ event loop instead of taking the server's interpreter from it.
 The wire (:mod:`openenv_mcp.trajectories.pipe`), private to this package (the recorder starts its writer from
 the same installation):
 
-- in: frames of ``u32 length`` + a pickled batch, ``{"opened", "stepped", "progress", "marked", "closed"}``
-  (steps one tuple of plain values each, their JSON columns already serialised);
-- out: per frame, ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three times.
+- in: first the server's tool list (a frame of ``u32 length`` + a pickled ``{"server", "description", "tools"}``),
+  then frames of a pickled batch, ``{"opened", "stepped", "progress", "marked", "closed"}`` (steps one tuple of
+  plain values each, their JSON columns already serialised);
+- out: first the hello, a frame of ``u32 length`` + JSON: ``{"toolset": ID}`` once the store's tables exist and
+  the tool list is saved, or ``{"error": MESSAGE}`` when the store cannot be opened (then the writer exits);
+  then per batch frame, ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three
+  times.
+
+The writer opens the store itself, so that the server never imports SQLAlchemy to record: its start-up waits for
+the hello while it loads the MCP SDK, and the store's creation runs on the other core.
 
 The writer reads until end of input, which is how it stops: the recorder closes the pipe after its last batch,
 and a server that dies (even by SIGKILL) closes it too, so the writer never outlives it. It writes what it has
@@ -19,6 +26,7 @@ whole process group: the server is still flushing then, and stopping is its call
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -28,7 +36,7 @@ import sys
 import time
 from typing import Any
 
-from openenv_mcp.errors import BackendUnavailable
+from openenv_mcp.errors import BackendUnavailable, ConfigError
 from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
@@ -95,9 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     from openenv_mcp.trajectories.store import TrajectoryStore  # after the signals: importing takes a while
 
-    store = TrajectoryStore(url)
     source = _Input(sys.stdin.fileno())
     out = sys.stdout.fileno()
+    toolset = source.next()
+    if toolset is None:
+        return 0  # the server went before sending anything
+    try:
+        store = TrajectoryStore(url)  # a malformed URL, a store that cannot be reached: ConfigError, said in the hello
+        store.create()
+        hello = {"toolset": store.save_toolset(**pickle.loads(toolset))}
+    except ConfigError as exc:
+        _say(out, {"error": exc.message})
+        return 2
+    _say(out, hello)
     try:
         while (frame := source.next()) is not None:
             frames = [frame]
@@ -111,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         store.close()
     return 0
+
+
+def _say(out: int, hello: dict[str, str]) -> None:
+    data = json.dumps(hello).encode()
+    os.write(out, FRAME.pack(len(data)) + data)
 
 
 def _write(store: Any, batch: dict[str, list[Any]], retry_delay: float) -> tuple[int, int]:

@@ -279,8 +279,9 @@ def test_recording_is_off_in_prod_or_when_asked(store_url: str, monkeypatch: pyt
 
 @pytest.mark.anyio
 async def test_an_unusable_store_url_names_the_setting(tmp_path: Path) -> None:
+    runtime, _ = sim_runtime("nonsense")  # the writer process opens the store: it says so before serving
     with pytest.raises(ConfigError, match="OPENENV_TRAJECTORIES is not a usable SQLAlchemy URL"):
-        sim_runtime("nonsense")
+        await runtime.start()
     runtime, _ = sim_runtime(f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
     with pytest.raises(ConfigError, match=r"Cannot open the trajectory store .* OPENENV_TRAJECTORIES=off"):
         await runtime.start()
