@@ -28,8 +28,9 @@ from openenv_mcp.doors.episodes import add_episode_routes
 from openenv_mcp.doors.guard import AccessPolicy, Guard, serving_warning
 from openenv_mcp.doors.health import add_health_routes
 from openenv_mcp.doors.mcp_mount import McpMount
+from openenv_mcp.doors.openapi import Errors, document_errors
 from openenv_mcp.doors.openenv import OpenEnvMcpShim, OpenEnvSessions
-from openenv_mcp.doors.ors import ors_router
+from openenv_mcp.doors.ors import ORS_ERRORS, ors_router
 from openenv_mcp.doors.web.pages import web_router
 from openenv_mcp.doors.websocket import websocket_door
 from openenv_mcp.environment.spec import Environment
@@ -43,8 +44,8 @@ __all__ = ["build_app", "build_runtime"]
 log = logging.getLogger(__name__)
 
 _SIM_PATHS = ("/reset", "/step", "/state", "/episodes", "/tasks", "/ws")
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text}
+_ERRORS: Errors = {  # in the OpenAPI document (see openenv_mcp/doors/openapi.py)
+    status: (ErrorBody, text)
     for status, text in [
         (400, "Malformed request or missing X-Episode-Id header"),
         (401, "Missing or invalid bearer token (when the server has one)"),
@@ -97,7 +98,6 @@ def build_app(runtime: Runtime) -> FastAPI:
         description=env.description,
         version=env.version,
         lifespan=lifespan,
-        responses=_ERRORS,
     )
     app.state.runtime = runtime
     app.state.mcp = mcp
@@ -116,6 +116,7 @@ def build_app(runtime: Runtime) -> FastAPI:
     # OpenEnv's JSON-RPC requests are answered before the MCP SDK sees them
     app.router.routes.append(Route("/mcp", OpenEnvMcpShim(mcp, sessions)))
     _order_routes(app)
+    document_errors(app, _ERRORS, by_tag={"ors": ORS_ERRORS} if runtime.sim else None)
     return app
 
 

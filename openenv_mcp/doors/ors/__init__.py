@@ -5,6 +5,6 @@ ORS tool call takes the one path (:meth:`~openenv_mcp.runtime.Runtime.call`). ``
 has the route table and where the reference client departs from the written spec.
 """
 
-from openenv_mcp.doors.ors.routes import ors_router
+from openenv_mcp.doors.ors.routes import ORS_ERRORS, ors_router
 
-__all__ = ["ors_router"]
+__all__ = ["ORS_ERRORS", "ors_router"]

@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+from openenv_mcp.doors.openapi import Errors
 from openenv_mcp.doors.ors.sessions import Session, Sessions
 from openenv_mcp.doors.ors.streams import SSE_HEADERS, CallStreams, frame
 from openenv_mcp.doors.ors.wire import (
@@ -51,15 +52,15 @@ from openenv_mcp.models import Observation
 from openenv_mcp.runtime import Outcome, Runtime
 from openenv_mcp.runtime.episodes import Episode
 
-__all__ = ["ors_router"]
+__all__ = ["ORS_ERRORS", "ors_router"]
 
 SessionHeader = Annotated[
     str | None, Header(alias="X-Session-ID", description="The sid from POST /create_session, bound by POST /create")
 ]
 _SSE = "text/event-stream"
 # Declared in the OpenAPI schema, so that it describes what these routes answer (they are not ErrorBody).
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": OrsErrorBody, "description": text}
+ORS_ERRORS: Errors = {  # in the OpenAPI document, over the app's (see openenv_mcp/doors/openapi.py)
+    status: (OrsErrorBody, text)
     for status, text in [
         (400, "Malformed request, missing X-Session-ID, or no such split or task"),
         (404, "Unknown environment or session"),
@@ -375,7 +376,7 @@ def ors_router(runtime: Runtime) -> APIRouter:
     if not runtime.sim:
         raise ModeError("ORS is served in sim mode only; this server runs in prod mode (MODE=prod)")
     ors = _Ors(runtime)
-    router = APIRouter(route_class=_OrsRoute, tags=["ors"], responses=_ERRORS)
+    router = APIRouter(route_class=_OrsRoute, tags=["ors"])
     for method, path, name, per_env in _ROUTES:
         endpoint = getattr(ors, name)
         responses = _STREAMED if name in ("create_session", "call") else None
