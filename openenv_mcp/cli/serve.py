@@ -32,6 +32,9 @@ def add_commands(commands: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from openenv_mcp.runtime import Collector
+
+    Collector.hold()  # no collections while the server starts: the MCP door (or stdio's) settles it once up
     from openenv_mcp.doors.serving import STARTUP_FAILURE, http_server, served_runtime
 
     overrides: dict[str, Any] = {
@@ -52,9 +55,11 @@ def _serve_stdio(runtime: Runtime) -> int:
     import anyio
 
     from openenv_mcp.doors.mcp import McpDoor
+    from openenv_mcp.runtime import Collector
 
     async def run() -> None:
         await runtime.start()
+        Collector.settle()
         try:
             await McpDoor(runtime).serve_stdio()
         finally:

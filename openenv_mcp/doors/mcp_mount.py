@@ -14,7 +14,6 @@ most :data:`LOAD_TIMEOUT`); if the door could not be built, it answers 503 sayin
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import json
 import logging
@@ -25,7 +24,7 @@ from typing import Any
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Collector, Runtime
 
 __all__ = ["LOAD_TIMEOUT", "McpMount"]
 
@@ -77,11 +76,12 @@ class McpMount:
         except Exception as exc:  # reported on every /mcp request (503) and logged here with its traceback
             log.exception("The MCP door could not be built; /mcp answers 503")
             self._failed = f"{type(exc).__name__}: {exc}"
+            Collector.settle()
             ready.set()
             return
         async with door.session_manager.run():
             self.door, self._app = door, app
-            gc.freeze()  # the SDK's modules live as long as the server, like everything runtime.start froze
+            Collector.settle()  # the server's start is over: the SDK's modules live as long as it does
             ready.set()
             await stop.wait()
         self._app = None

@@ -6,7 +6,8 @@ and snapshots copy them; observers (the trajectory recorder) and metrics watch e
 door: the doors (``openenv_mcp.doors``) import this.
 """
 
+from openenv_mcp.runtime._gc import Collector
 from openenv_mcp.runtime.episodes import Outcome
 from openenv_mcp.runtime.runtime import DEFAULT_EPISODE, ForkVia, Runtime
 
-__all__ = ["DEFAULT_EPISODE", "ForkVia", "Outcome", "Runtime"]
+__all__ = ["DEFAULT_EPISODE", "Collector", "ForkVia", "Outcome", "Runtime"]

@@ -20,6 +20,10 @@ class Collector:
     - The youngest generation holds ten times CPython's default (700 objects): a batch of steps keeps about a
       thousand objects alive until its answer is sent, so the default collects (and scans them) several times
       per batch: 5% of a batched step's instructions, about none at this threshold (callgrind, bench/README.md).
+    - A server process collects nothing while it starts (:meth:`hold`, until :meth:`settle`): a start builds a
+      heap of objects that live as long as the server (modules, schemas, the app; 165,000 in the sql server) and
+      little garbage (1,650 objects, frozen with the rest), and every full collection on the way re-scanned all
+      of them: a tenth of a start's CPU (bench/README.md).
     """
 
     serving: ClassVar[set[int]] = set()  # ids of the runtimes serving now (each once, however often started)
@@ -33,6 +37,17 @@ class Collector:
             cls.threshold = gc.get_threshold()
             gc.set_threshold(_GC_YOUNG, *cls.threshold[1:])
         cls.serving.add(id(owner))
+
+    @staticmethod
+    def hold() -> None:
+        """A server process starts: no collections until :meth:`settle`."""
+        gc.disable()
+
+    @staticmethod
+    def settle() -> None:
+        """The server is up (its last import done): freeze what the start built, and collect again."""
+        gc.freeze()
+        gc.enable()
 
     @classmethod
     def stopped(cls, owner: object) -> None:
