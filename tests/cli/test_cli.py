@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import pytest
 
 from openenv_mcp.environment.catalog import server_names
-from tests.support import free_port, wait_http
+from tests.support import free_port, wait_http, wait_ready
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 
@@ -62,3 +65,36 @@ def test_serve_answers_health_and_stops_on_sigterm() -> None:
     # uvicorn shuts down gracefully, then re-raises the signal it caught
     assert process.returncode in (0, -signal.SIGTERM), stderr
     assert "Application shutdown complete" in stderr
+
+
+def _maps(pid: int) -> str:
+    with open(f"/proc/{pid}/maps", encoding="utf-8") as maps:
+        return maps.read()
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="utf-8") as children:
+        return [int(child) for child in children.read().split()]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads the processes' memory maps (Linux /proc)")
+def test_a_recording_sim_server_starts_without_sqlalchemy_which_its_writer_loads(tmp_path: Path) -> None:
+    """Start-up speed (issue 27): the sim SQL backend is sqlite3 alone, and the trajectory writer (a process of its
+    own) opens the store, so the server never maps SQLAlchemy's compiled modules; the writer does (the check works).
+    """
+    port, store = free_port(), tmp_path / "trajectories.db"
+    env = {**os.environ, "OPENENV_TRAJECTORIES": f"sqlite:///{store}"}
+    process = subprocess.Popen([*CLI, "serve", "sql", "--port", str(port)], stderr=subprocess.DEVNULL, env=env)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", timeout=60)
+        episode = httpx.post(f"http://127.0.0.1:{port}/reset", json={"seed": 1}).json()["episode_id"]
+        step = {"action": {"tool": "list_tables", "arguments": {}}}
+        assert httpx.post(f"http://127.0.0.1:{port}/step", json=step, headers={"X-Episode-Id": episode}).is_success
+        [writer] = _children(process.pid)
+        assert "/sqlalchemy/" not in _maps(process.pid)
+        assert "/sqlalchemy/" in _maps(writer)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    with sqlite3.connect(store) as db:  # the writer made the tables and stored the step
+        assert db.execute("SELECT tool FROM trajectory_steps").fetchall() == [("list_tables",)]

@@ -309,3 +309,20 @@ def test_mcp_answers_503_naming_the_cause_when_its_door_cannot_be_built(monkeypa
         ready = http.get("/readyz")  # the control plane serves on, and says it is not ready without the MCP door
         assert ready.status_code == 503 and "no transport today" in ready.json()["backends"]["mcp"]
         assert http.get("/healthz").status_code == 200
+
+
+def test_a_server_collects_garbage_again_once_its_start_is_over() -> None:
+    """``serve`` holds the collector for the start (issue 27); the MCP door, once up, turns it back on: a server
+    that never collected would keep every reference cycle its steps make."""
+    import gc
+
+    from openenv_mcp.runtime import Collector
+
+    Collector.hold()
+    try:
+        assert not gc.isenabled()
+        with live_server(sql_environment) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+            assert client.get("/readyz").status_code == 200  # the door is up
+            assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -4,6 +4,7 @@ the one path, and every gold query giving the same rows on SQLite and PostgreSQL
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,12 +18,13 @@ from openenv_mcp.servers.sql.generator import (
     generate,
     held_out,
     judge,
+    load_tasks,
     postgres_runner,
     rejected,
     sqlite_runner,
     tier,
 )
-from openenv_mcp.servers.sql.tasks import SqlTask
+from openenv_mcp.servers.sql.tasks import SqlTask, hand_written
 
 TASKS = environment.tasks()
 
@@ -94,3 +96,15 @@ def test_every_candidate_judged_on_sqlite_and_postgresql_gives_the_shipped_rejec
         found = {c.task.id: why for c in generate() if (why := judge(c, engines)) is not None}
     assert found.keys() == shipped.keys(), sorted(found.keys() ^ shipped.keys())[:10]
     assert not [why for why in found.values() if "disagree" in why]
+
+
+def test_the_generated_tasks_come_back_from_the_cache_as_generated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENENV_CACHE_HOME", str(tmp_path))
+    generated = [*hand_written(), *(candidate.task for candidate in generate(skip=rejected()))]
+    assert list(load_tasks()) == generated  # made, and kept
+    [kept] = tmp_path.rglob("sql-tasks-*.json")
+    assert list(load_tasks()) == generated  # read back
+    kept.write_text("[]")  # a table under the same fingerprint is what the next start reads
+    assert len(load_tasks()) == len(hand_written())
