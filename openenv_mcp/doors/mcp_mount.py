@@ -58,6 +58,8 @@ class McpMount:
     async def serving(self) -> AsyncIterator[None]:
         """Bring the door up in the background (the server answers meanwhile); take it down on the way out."""
         self._ready, self._failed = asyncio.Event(), ""
+        if self._loading is None:
+            self.preload()
         stop = asyncio.Event()
         task = asyncio.get_running_loop().create_task(self._serve(self._ready, stop))
         try:
@@ -69,7 +71,8 @@ class McpMount:
     async def _serve(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
         loading, self._loading = self._loading, None
         try:
-            adapter = await (loading if loading is not None else asyncio.to_thread(importlib.import_module, _MODULE))
+            assert loading is not None  # serving() started it
+            adapter = await loading
             door = adapter.McpDoor(self.runtime)
             routes = door.http_routes(session_idle_timeout=self.session_idle_timeout, max_sessions=self.max_sessions)
             app = next(route.app for route in routes if isinstance(route, Route) and route.path == "/mcp")

@@ -68,7 +68,9 @@ def _schema(model: type[BaseModel], schemas: dict[str, Any]) -> str:
 
 
 def _refers(response: Any, name: str) -> bool:
-    return _REF + name in str(response)
+    """Whether ``response`` is a JSON body of the schema ``name`` (how FastAPI writes its 422)."""
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {}) if response else {}
+    return bool(schema.get("$ref") == _REF + name)
 
 
 def _responses(document: dict[str, Any]) -> list[Any]:

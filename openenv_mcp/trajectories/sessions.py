@@ -102,10 +102,11 @@ class SessionRecorder:
             "structured_content": observation.structured_content,
         }
         if self.redact is not None:
+            # the hook gets a copy: the arguments and result are the caller's, and its answer is still to be sent
+            copy = json.loads(json.dumps(record, default=str))
             try:
-                # the hook gets a copy: the arguments and result are the caller's, and its answer is still to be sent
-                record = self.redact(json.loads(json.dumps(record, default=str)))
-            except Exception:  # the hook's bug: leave the call out rather than store it unredacted
+                record = self.redact(copy)
+            except Exception:  # an operator's plugin: whatever it raises, the call is left out, never stored unredacted
                 log.exception("the session redaction hook failed; the call is not recorded")
                 record = None
         if record is None:

@@ -136,7 +136,7 @@ def _describe(raw: sqlite3.Connection, table: str) -> TableSchema:
     names = [row[0] for row in raw.execute(_SQLITE_TABLES)]
     if table not in names:
         raise ToolFailed(f"No table {table!r}; tables: {', '.join(names)}")
-    quoted = '"' + table.replace('"', '""') + '"'
+    quoted = '"' + table.replace('"', '""') + '"'  # a name from the list above, quoted as an identifier
     info = raw.execute(f"PRAGMA main.table_info({quoted})").fetchall()  # cid, name, type, notnull, default, pk
     # A primary key column is NOT NULL in PostgreSQL whatever the DDL says; SQLite reports it nullable (it lets a
     # non-INTEGER key hold NULL, a historical quirk): describe shows what PostgreSQL enforces.
@@ -144,26 +144,14 @@ def _describe(raw: sqlite3.Connection, table: str) -> TableSchema:
         Column(name=name, type=_type_name(declared), nullable=not notnull and not pk, primary_key=bool(pk))
         for _, name, declared, notnull, _, pk in info
     ]
-    keys: dict[int, tuple[str, list[str], list[str | None]]] = {}
+    keys: dict[int, ForeignKey] = {}  # the fixture names the referred columns of every key
     for key, _, referred, column, to, *_ in raw.execute(f"PRAGMA main.foreign_key_list({quoted})"):
-        _, local, remote = keys.setdefault(key, (referred, [], []))
-        local.append(column)
-        remote.append(to)
-    foreign = [
-        ForeignKey(columns=local, references_table=referred, references_columns=_referred(raw, referred, remote))
-        for referred, local, remote in keys.values()
-    ]
+        fk = keys.setdefault(key, ForeignKey(columns=[], references_table=referred, references_columns=[]))
+        fk.columns.append(column)
+        fk.references_columns.append(to)
+    foreign = list(keys.values())
     foreign.sort(key=lambda fk: (fk.columns, fk.references_table))  # each engine lists them in its own order
     return TableSchema(table=table, columns=columns, foreign_keys=foreign)
-
-
-def _referred(raw: sqlite3.Connection, table: str, columns: list[str | None]) -> list[str]:
-    """The referred columns of a foreign key; ``REFERENCES t`` naming none refers to t's primary key."""
-    if all(column is not None for column in columns):
-        return [str(column) for column in columns]
-    quoted = '"' + table.replace('"', '""') + '"'
-    info = raw.execute(f"PRAGMA main.table_info({quoted})").fetchall()
-    return [row[1] for row in sorted((row for row in info if row[5]), key=lambda row: row[5])]
 
 
 class SqliteBackend:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 import httpx
 import pytest
 
+from openenv_mcp.runtime import Collector
 from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server
 
@@ -314,10 +317,6 @@ def test_mcp_answers_503_naming_the_cause_when_its_door_cannot_be_built(monkeypa
 def test_a_server_collects_garbage_again_once_its_start_is_over() -> None:
     """``serve`` holds the collector for the start (issue 27); the MCP door, once up, turns it back on: a server
     that never collected would keep every reference cycle its steps make."""
-    import gc
-
-    from openenv_mcp.runtime import Collector
-
     Collector.hold()
     try:
         assert not gc.isenabled()
