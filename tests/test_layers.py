@@ -198,3 +198,43 @@ def test_the_one_path_is_on_the_runtimes_first_screen() -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
     assert methods.index("call") == methods.index("stop") + 2 and methods[methods.index("call") + 1] == "_advance"
+
+
+# Environments declare, the toolkit consumes (STYLE.md 19): what an environment needs from parity, mining, containers
+# or a cluster lives in its own package (Environment.declares), so no string in the toolkit is a shipped
+# environment's name. Docstrings may name one (an example), code may not (a table keyed by it, a branch on it).
+SHIPPED = frozenset({"sql", "search", "email", "coding", "desktop", "worker", "scienceworld", "textworld", "memory"})
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the module's, classes' and functions' docstring nodes."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _named(path: Path) -> list[str]:
+    """Where the module at ``path`` has a string equal to a shipped environment's name, outside docstrings."""
+    tree = ast.parse(path.read_text(), str(path))
+    skip = _docstrings(tree)
+    return [
+        f"{path}:{node.lineno} {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in SHIPPED and id(node) not in skip
+    ]
+
+
+def test_no_string_in_the_toolkit_names_a_shipped_environment() -> None:
+    found = [where for path in _toolkit_files() for where in _named(ROOT / path)]
+    assert found == [], "declare it in the environment's package (Environment.declares), read it from the spec"
+
+
+def test_the_name_check_finds_a_table_keyed_by_a_name_and_spares_docstrings(tmp_path: Path) -> None:
+    module = tmp_path / "tables.py"
+    source = '"""Tables: sql."""\nLIMITS = {"memory": "1G"}\n\n\ndef f():\n    """desktop"""\n    return "coding"\n'
+    module.write_text(source)
+    assert [where.split(":", 1)[1] for where in _named(module)] == ["2 'memory'", "7 'coding'"]

@@ -20,7 +20,8 @@ def add_commands(commands: Any) -> None:
         description="Reads a session recording (OPENENV_RECORD_SESSIONS of a prod server), makes one task per "
         "session (the prompt given, the recorded calls as reference, the grade from what prod answered), replays "
         "each through the sim and keeps those that answer as prod did and earn 1.0; the others are listed with "
-        "the reason. Serve the tasks with OPENENV_EXTRA_TASKS=FILE. Exit 0 when a task was mined, 1 when none.",
+        "the reason (an environment that cannot be mined says why). Serve the tasks with OPENENV_EXTRA_TASKS=FILE. "
+        "Exit 0 when a task was mined, 1 when none.",
     )
     mine.set_defaults(handler=_mine)
     mine.add_argument("recording", type=Path, help="the JSON-lines file a prod server recorded its sessions into")
@@ -32,9 +33,12 @@ def add_commands(commands: Any) -> None:
 
 def _mine(args: argparse.Namespace) -> int:
     from openenv_mcp.environment.catalog import load_environment
-    from openenv_mcp.parity.mining import mine, write_tasks
+    from openenv_mcp.parity.mining import mine, unmineable, write_tasks
     from openenv_mcp.trajectories.sessions import read_sessions
 
+    if args.server is not None and (why := unmineable(load_environment(args.server))) is not None:
+        print(why)  # what the environment declares: no session of it can become a task
+        return 1
     by_server: dict[str, list[tuple[str | None, Any]]] = {}
     for (server, session), calls in read_sessions(args.recording).items():
         if (args.server is None or server == args.server) and (args.session is None or session == args.session):

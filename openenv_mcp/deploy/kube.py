@@ -23,8 +23,9 @@ from typing import Any
 
 import yaml
 
-from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, ContainerNeeds
+from openenv_mcp.deploy.stacks import CONTAINER_PORT
 from openenv_mcp.environment.catalog import load_environment
+from openenv_mcp.environment.declarations import ClusterNeeds, ContainerNeeds
 from openenv_mcp.settings import Mode
 
 __all__ = ["KUBE_DESKTOP_IMAGE", "KUBE_IMAGE", "build_manifests", "dump_manifests", "resource_name"]
@@ -32,7 +33,7 @@ __all__ = ["KUBE_DESKTOP_IMAGE", "KUBE_IMAGE", "build_manifests", "dump_manifest
 KUBE_IMAGE = "openenv-mcp:latest"
 """The slim image the manifests name; point it at your registry with kustomize ``images:`` or ``kubectl set image``."""
 KUBE_DESKTOP_IMAGE = "openenv-mcp-desktop:latest"
-"""The image with the display stack (the Dockerfile's ``desktop`` target), for the servers that need it."""
+"""The image with the display stack (the Dockerfile's ``display`` target), for the servers that declare it."""
 _SERVER_UID = 10001
 
 
@@ -51,22 +52,31 @@ def build_manifests(
 ) -> list[dict[str, Any]]:
     """A Deployment and a headless Service for each server in ``names``, in ``mode``.
 
-    Servers whose container needs the display stack run ``desktop_image``, the others ``image``.
+    Servers whose declared container needs the display stack run ``desktop_image``, the others ``image``; a
+    server that declares at most so many prod replicas (:class:`ClusterNeeds`) gets no more in prod.
     """
     if mode not in ("sim", "prod"):
         raise ValueError(f"mode must be 'sim' or 'prod', not {mode!r}")
     docs: list[dict[str, Any]] = []
     for name in names:
         env = load_environment(name)
-        needs = CONTAINERS.get(name, ContainerNeeds())
-        runs = desktop_image if needs.target == "desktop" else image
-        docs.append(_deployment(name, mode, image=runs, replicas=replicas, needs=needs))
+        needs, cluster = env.declares.container, env.declares.cluster
+        runs = desktop_image if needs.target == "display" else image
+        count = replicas
+        if mode == "prod" and cluster.prod_replicas is not None:
+            count = min(replicas, cluster.prod_replicas)
+        docs.append(_deployment(name, mode, image=runs, replicas=count, needs=needs, cluster=cluster))
         docs.append(_service(name, mode))
         if mode == "prod":
             required = [v.name for v in env.variables() if v.required and v.name not in needs.prod_environment]
             docs[-2]["metadata"]["annotations"] = {
                 "openenv-mcp/secret-keys": ", ".join(required) or "(none required)",
             }
+            adds = [*needs.system_packages, *(s.upstream.package for s in env.prod_services if s.upstream is not None)]
+            if adds:  # what the image must add to its target (compose: x-system-packages, x-upstream)
+                docs[-2]["metadata"]["annotations"]["openenv-mcp/image-adds"] = ", ".join(adds)
+            if count < replicas:
+                docs[-2]["metadata"]["annotations"]["openenv-mcp/replicas"] = f"at most {count}: {cluster.why}"
     return docs
 
 
@@ -74,7 +84,14 @@ def _labels(name: str, mode: Mode) -> dict[str, str]:
     return {"app.kubernetes.io/name": "openenv-mcp", "app.kubernetes.io/instance": name, "openenv-mcp/mode": mode}
 
 
-def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: ContainerNeeds) -> dict[str, Any]:
+def _mib(mib: int) -> str:
+    """A Kubernetes quantity: ``1Gi`` for whole GiB, else ``256Mi``."""
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
+def _deployment(
+    name: str, mode: Mode, *, image: str, replicas: int, needs: ContainerNeeds, cluster: ClusterNeeds
+) -> dict[str, Any]:
     resource = resource_name(name)
     selector = {"app.kubernetes.io/name": "openenv-mcp", "app.kubernetes.io/instance": name}
     environment = {
@@ -88,6 +105,10 @@ def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: Cont
     init: list[dict[str, Any]] = []
     if mode == "prod":
         environment.update(needs.prod_environment)
+        taken = set(needs.prod_volumes.values())  # a prod volume replaces the default mount at its path
+        mounts = [mount for mount in mounts if mount["mountPath"] not in taken]
+        kept = {mount["name"] for mount in mounts}
+        volumes = [volume for volume in volumes if volume["name"] in kept]
         for volume, path in needs.prod_volumes.items():
             mounts.append({"name": volume, "mountPath": path})
             volumes.append({"name": volume, "emptyDir": {}})
@@ -106,8 +127,8 @@ def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: Cont
         "livenessProbe": _probe("/healthz", period=10, failures=3),
         "startupProbe": _probe("/healthz", period=2, failures=60),
         "resources": {
-            "requests": {"cpu": "250m", "memory": "256Mi"},
-            "limits": {"cpu": "1", "memory": "1Gi"},
+            "requests": dict(cpu="250m", memory=_mib(needs.memory_reserved_mb)),
+            "limits": dict(cpu="1", memory=_mib(needs.memory_mb)),
         },
         "securityContext": _security(needs),
         "volumeMounts": mounts,
@@ -123,6 +144,8 @@ def _deployment(name: str, mode: Mode, *, image: str, replicas: int, needs: Cont
     }
     if init:
         pod["initContainers"] = init
+    if cluster.node_selector:
+        pod["nodeSelector"] = dict(cluster.node_selector)
     if needs.user is None:
         pod["securityContext"].update({"runAsNonRoot": True, "runAsUser": _SERVER_UID, "runAsGroup": _SERVER_UID})
         pod["securityContext"]["fsGroup"] = _SERVER_UID

@@ -14,9 +14,9 @@ The library API (stable; ``openenv-mcp registry compose`` and ``openenv-mcp comp
   ports and every variable that must be set.
 * :func:`shipped_servers` ``() -> list[str]``: the installed servers that import (the default list).
 
-Every server runs one of two images built from ``compose/Dockerfile`` (the slim one; desktop the one
-with the display stack), as ``openenv-mcp serve NAME`` with the mode from ``MODE`` only, listens on
-0.0.0.0:8000 inside its container, accepts its service name as ``Host`` on ``/mcp``, publishes one
+Every server runs one of two images built from ``compose/Dockerfile`` (the slim one, or the one with the display
+stack for a server whose declared container needs it), as ``openenv-mcp serve NAME`` with the mode from ``MODE``
+only, listens on 0.0.0.0:8000 inside its container, accepts its service name as ``Host`` on ``/mcp``, publishes one
 port on the host, has a ``/readyz`` healthcheck, the restart policy :data:`RESTART`, resource limits and
 ``deploy.replicas`` for Docker Swarm. In sim mode that is all. In prod mode, for each declared
 :class:`~openenv_mcp.environment.spec.ProdService` this module knows how to run (PostgreSQL today), the
@@ -41,13 +41,14 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
 import yaml
 
 from openenv_mcp.environment.catalog import GROUP, load_environment, server_names
+from openenv_mcp.environment.declarations import ContainerNeeds
 from openenv_mcp.environment.spec import Environment, ProdService, Variable
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.settings import Mode
@@ -69,9 +70,10 @@ __all__ = [
 ]
 
 DEFAULT_IMAGE = "${OPENENV_IMAGE:-openenv-mcp:latest}"
-"""The slim image (every server but desktop, and the loaders): ``OPENENV_IMAGE`` when set, else the local tag."""
+"""The slim image (every server but those with a display, and the loaders): ``OPENENV_IMAGE`` when set, else the
+local tag."""
 DESKTOP_IMAGE = "${OPENENV_DESKTOP_IMAGE:-openenv-mcp-desktop:latest}"
-"""The image with the display stack (the Dockerfile's ``desktop`` target): ``OPENENV_DESKTOP_IMAGE`` when set."""
+"""The image with the display stack (the Dockerfile's ``display`` target): ``OPENENV_DESKTOP_IMAGE`` when set."""
 POSTGRES_IMAGE = "postgres:16-alpine"
 """The bundled PostgreSQL's image unless the server declares one; ``OPENENV_POSTGRES_IMAGE`` overrides it."""
 RESTART = "always"
@@ -89,7 +91,20 @@ HEALTHCHECK = ["CMD-SHELL", f'python -c "{READY_PROBE}"']
 """The healthcheck as a shell command: podman's Docker API splits an exec-form test on spaces, a shell
 string runs the same on Docker and podman."""
 
-_LIMITS = {"limits": {"cpus": "1.0", "memory": "1G"}, "reservations": {"cpus": "0.25", "memory": "256M"}}
+
+def _size(mib: int) -> str:
+    """A compose size: ``1G`` for whole GiB, else ``256M``."""
+    return f"{mib // 1024}G" if mib % 1024 == 0 else f"{mib}M"
+
+
+def _limits(needs: ContainerNeeds) -> dict[str, dict[str, str]]:
+    """The container's resource limits and reservations, its memory as it declares it."""
+    return {
+        "limits": dict(cpus="1.0", memory=_size(needs.memory_mb)),
+        "reservations": dict(cpus="0.25", memory=_size(needs.memory_reserved_mb)),
+    }
+
+
 _HEALTH_TIMING = {"interval": "10s", "timeout": "5s", "retries": 3, "start_period": "30s"}
 
 
@@ -103,55 +118,6 @@ def _required(variable: str, what: str) -> str:
     what = re.sub(r"\s+", " ", re.sub(r"[-}$()]", " ", re.split(r",? e\.g\.|\(", what, maxsplit=1)[0])).strip()
     message = f"set {variable} ({what})" if what else f"set {variable}"
     return "${" + variable + ":?" + message + "}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContainerNeeds:
-    """What a server needs from its container beyond the defaults (the image runs as a non-root user).
-
-    Until :class:`~openenv_mcp.environment.spec.Environment` can declare it, the table below holds it.
-    ``volume_owner`` (``uid:gid``) owns the prod volumes: the image's directories give it to
-    compose's named volumes; Kubernetes gets an init container that hands them over.
-    ``target`` is the Dockerfile target the server's image is built from (``slim`` or ``desktop``);
-    ``prod_mounts`` are host paths bound into the prod container (``SOURCE:TARGET[:ro]``), each
-    one something the host must provide (docs/deploy.md), and ``mount_environment`` the variables
-    that point the server at them (compose only: Kubernetes has no host to take them from).
-    """
-
-    user: str | None = None
-    cap_add: tuple[str, ...] = ()
-    security_opt: tuple[str, ...] = ()
-    prod_environment: Mapping[str, str] = field(default_factory=dict)
-    prod_volumes: Mapping[str, str] = field(default_factory=dict)
-    volume_owner: str | None = None
-    target: str = "slim"
-    prod_mounts: tuple[str, ...] = ()
-    mount_environment: Mapping[str, str] = field(default_factory=dict)
-
-
-# The coding sandbox runs code as per-episode uids in fresh namespaces: the server must be root in
-# its container (it never runs code as root), with CAP_SYS_ADMIN and no AppArmor mount ban for
-# unshare; its prod workspace is a volume owned by the image's 'sandbox' account.
-CONTAINERS: dict[str, ContainerNeeds] = {
-    "coding": ContainerNeeds(
-        user="root",
-        cap_add=("SYS_ADMIN",),
-        security_opt=("apparmor=unconfined",),
-        prod_environment={"CODING_WORKSPACE": "/srv/workspace"},
-        prod_volumes={"coding-workspace": "/srv/workspace"},
-        volume_owner="10002:10002",
-    ),
-    # Prod desktop attaches to the host's X server: its sockets, and its cookie file when XAUTHORITY
-    # is set (else an empty file: a server without access control needs none).
-    "desktop": ContainerNeeds(
-        target="desktop",
-        mount_environment={"XAUTHORITY": "/run/openenv/Xauthority"},
-        prod_mounts=(
-            "${OPENENV_X11_SOCKETS:-/tmp/.X11-unix}:/tmp/.X11-unix:ro",
-            "${XAUTHORITY:-/dev/null}:/run/openenv/Xauthority:ro",
-        ),
-    ),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +152,7 @@ def _postgres(env: Environment[Any, Any], service: ProdService, image: str) -> _
         "restart": RESTART,
         "deploy": {
             "replicas": 1,
-            "resources": _LIMITS,
+            "resources": _limits(ContainerNeeds()),
             "restart_policy": {"condition": "any", "delay": "5s"},
         },
     }
@@ -266,9 +232,10 @@ def build_stack(
             becomes a service of the same name, publishing :func:`published_port` on 127.0.0.1
             unless ``OPENENV_BIND`` / ``OPENENV_PORT_<NAME>`` say otherwise.
         mode: ``"sim"`` (no external services, no credentials) or ``"prod"``.
-        image: The slim image every server but desktop (and every loader) runs; by default
+        image: The slim image every server without a display (and every loader) runs; by default
             ``$OPENENV_IMAGE`` or ``openenv-mcp:latest``.
-        desktop_image: The image with the display stack that desktop runs; by default
+        desktop_image: The image with the display stack, for the servers whose container declares the ``display``
+            target; by default
             ``$OPENENV_DESKTOP_IMAGE`` or ``openenv-mcp-desktop:latest``.
         build: If given, the build context (relative to the compose file) of ``compose/Dockerfile``,
             so ``docker compose build`` builds the images: the first service of each image carries
@@ -294,12 +261,15 @@ def build_stack(
     support: dict[str, dict[str, Any]] = {}
     volumes: list[str] = []
     ports: list[int] = []
-    images = {"slim": image, "desktop": desktop_image}
+    images = {"slim": image, "display": desktop_image}
     built: set[str] = set()
     for name in names:
         env = load_environment(name)
         ports.append(published_port(name, ports))
-        target = CONTAINERS.get(name, ContainerNeeds()).target
+        target = env.declares.container.target
+        if target not in images:
+            known = ", ".join(images)
+            raise ConfigError(f"{name} declares the image target {target!r}; compose/Dockerfile has: {known}")
         builds = build if build is not None and target not in built else None
         built.add(target)
         service = _server_service(env, mode, image=images[target], build=builds, port=ports[-1])
@@ -328,6 +298,8 @@ def _complete_prod(env: Environment[Any, Any], service: dict[str, Any], *, image
         service["environment"][variable.name] = _required(variable.name, variable.description)
     for variable in env.variables():  # the rest pass through from the shell when set there
         service["environment"].setdefault(variable.name, None)
+    if env.declares.container.system_packages:  # what the prod image must add to its target (docs/deploy.md)
+        service["x-system-packages"] = list(env.declares.container.system_packages)
     upstreams = [prod.upstream for prod in env.prod_services if prod.upstream is not None]
     if upstreams:  # an existing MCP server the prod backend forwards to: what the image must hold
         service["x-upstream"] = [
@@ -342,7 +314,7 @@ def _server_service(
     env: Environment[Any, Any], mode: Mode, *, image: str, build: str | None, port: int
 ) -> dict[str, Any]:
     name = env.name
-    needs = CONTAINERS.get(name, ContainerNeeds())
+    needs = env.declares.container
     environment = {
         "MODE": mode,
         "OPENENV_HOST": "0.0.0.0",
@@ -368,6 +340,8 @@ def _server_service(
         service["cap_add"] = list(needs.cap_add)
     if needs.security_opt:
         service["security_opt"] = list(needs.security_opt)
+    if needs.devices:
+        service["devices"] = list(needs.devices)
     service["environment"] = environment
     # ``${VAR-default}``: an empty OPENENV_PORT_<NAME> publishes on a free port the engine picks.
     service["ports"] = [f"${{OPENENV_BIND:-127.0.0.1}}:${{{port_variable(name)}-{port}}}:{CONTAINER_PORT}"]
@@ -383,7 +357,7 @@ def _server_service(
     replicas = "${OPENENV_REPLICAS_" + port_variable(name).removeprefix("OPENENV_PORT_") + ":-1}"
     service["deploy"] = {
         "replicas": replicas,
-        "resources": _LIMITS,
+        "resources": _limits(needs),
         "restart_policy": {"condition": "any", "delay": "5s"},
         "update_config": {"parallelism": 1, "order": "start-first"},
     }
@@ -442,7 +416,7 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
     servers = {n: s for n, s in doc.get("services", {}).items() if SERVER_LABEL in s.get("labels", {})}
     modes = sorted({s["labels"].get("org.openenv-mcp.mode", "?") for s in servers.values()})
     if modes:
-        lines.append(f"# Mode: {', '.join(modes)}. Every server runs openenv-mcp serve NAME (image: slim or desktop).")
+        lines.append(f"# Mode: {', '.join(modes)}. Every server runs openenv-mcp serve NAME (image: slim or display).")
     if servers:
         lines.append(
             "# Published on the host (OPENENV_BIND, default 127.0.0.1; MCP at /mcp, health at /healthz, /readyz):"
@@ -465,6 +439,10 @@ def dump_stack(doc: Mapping[str, Any]) -> str:
             "# Prod desktop needs the host's X server: its sockets in OPENENV_X11_SOCKETS (default /tmp/.X11-unix),"
         )
         lines.append("#   DESKTOP_DISPLAY (e.g. :0), and XAUTHORITY when the server wants a cookie.")
+    for name, service in servers.items():
+        adds = [*service.get("x-system-packages", ()), *(u["package"] for u in service.get("x-upstream", ()))]
+        if adds:
+            lines.append(f"# {name} needs an image that adds {', '.join(adds)} (x-system-packages, x-upstream).")
     required = dict(_REQUIRED.findall(text))
     if required:
         lines.append("# Variables that must be set (compose stops with the message when one is missing):")

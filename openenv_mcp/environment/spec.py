@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic_settings import BaseSettings
 
+from openenv_mcp.environment.declarations import Declarations
 from openenv_mcp.environment.tasks import Grade, Task, TaskSet
 from openenv_mcp.environment.tools import BoundCall, Toolbox
 from openenv_mcp.models import Observation
@@ -119,6 +121,10 @@ class Environment(Generic[BackendT, TaskT]):
             services to deploy or map, so compose, Kubernetes and the registry leave it out (docs/worlds.md).
         requires: What is missing for the environment to serve (an optional package, a runtime), as hints that
             say how to install each; ``openenv-mcp list`` shows them. ``None``: nothing beyond the toolkit.
+        declares: What the toolkit needs to know beyond the tools, declared here and nowhere else: how parity
+            compares sim and prod and stages prod, how a recorded prod session is mined into a task (or why it
+            cannot be), what its container and a cluster manifest need (:mod:`~openenv_mcp.environment.declarations`;
+            the defaults fit an environment with no needs of its own).
     """
 
     name: str
@@ -140,6 +146,7 @@ class Environment(Generic[BackendT, TaskT]):
     opening: Callable[[Any], Observation | None] | None = None  # takes what sim_backend made
     prod_sessions: bool = False
     requires: Callable[[], list[str]] | None = None
+    declares: Declarations = dataclasses.field(default_factory=Declarations)
 
     def __post_init__(self) -> None:
         if self.prod_backend is None and not self.prod_sessions:

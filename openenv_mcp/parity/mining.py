@@ -1,16 +1,22 @@
 """Production traffic to sim tasks: recorded prod sessions (:mod:`openenv_mcp.trajectories.sessions`) become tasks
 the sim grades, each checked by replaying it.
 
-For each recorded session of an environment that has a miner (:data:`MINERS`):
+For each recorded session of an environment that declares a miner
+(:class:`Environment.declares.mining <openenv_mcp.environment.declarations.Mining>`):
 
 - the **prompt** is the one given (the recording holds tool calls, not what the user asked);
-- the **reference** is the recorded calls, up to the last accepted answer;
-- the **grade** comes from what prod answered: for sql, the task's gold query is the submitted query, so the
-  gold rows are the rows prod returned (checked in the replay);
+- the **start** is the state prod held when the session opened, where the environment declares an opening call
+  (:attr:`Mining.opening <openenv_mcp.environment.declarations.Mining.opening>`; the recording then holds its
+  answer); otherwise the environment's miner knows where prod starts (sql: the one read-only database);
+- the **reference** is the recorded calls, up to where the miner says the task is done;
+- the **grade** comes from what prod answered, as the miner reads it (sql: the gold query is the last accepted
+  ``submit_answer`` query; memory: the graph the session left);
 - the **check** replays the reference through a sim runtime that has the mined task (loaded from the file the
-  way ``OPENENV_EXTRA_TASKS`` loads it): every call must answer as prod did (the parity normaliser's verdict:
+  way ``OPENENV_EXTRA_TASKS`` loads it): every call must answer as prod did (the declared normaliser's verdict:
   identical or equivalent) and the episode must end with reward 1.0. A session that fails is rejected with the
   reason; that is the parity gap, seen from the other side.
+
+An environment that declares no miner is answered with the reason it declares (:attr:`Mining.why_not`).
 """
 
 from __future__ import annotations
@@ -18,13 +24,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openenv_mcp.environment.declarations import Recorded, Rejected
 from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Task, task_record
 from openenv_mcp.errors import OpenEnvError
@@ -33,13 +39,9 @@ from openenv_mcp.parity.normalisers import normaliser_for
 from openenv_mcp.parity.run import compare
 from openenv_mcp.settings import Settings, load_settings
 
-__all__ = ["MINERS", "Mined", "Rejected", "mine", "write_tasks"]
+__all__ = ["Mined", "Rejected", "mine", "unmineable", "write_tasks"]
 
 Record = Mapping[str, Any]
-
-
-class Rejected(Exception):
-    """A session that makes no task, and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,35 +56,13 @@ class Mined:
     rejected: str | None = None
 
 
-_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
-
-
-def _sql(template: Task, calls: Sequence[Record], task_id: str, prompt: str) -> tuple[Task, int]:
-    """A sql task whose gold query is the session's last accepted ``submit_answer`` query."""
-    answers = [n for n, c in enumerate(calls) if c["tool"] == "submit_answer" and not c.get("is_error")]
-    if not answers:
-        raise Rejected("no accepted submit_answer: there is no answer to grade by")
-    last = answers[-1]
-    gold = calls[last]["arguments"].get("sql")
-    if not isinstance(gold, str):
-        raise Rejected("the answer was submitted as rows, not as a query: the sim cannot recompute it")
-    steps = last + 1
-    difficulty = "easy" if steps <= 3 else "medium" if steps <= 6 else "hard"
-    fields: dict[str, Any] = {"id": task_id, "prompt": prompt, "difficulty": difficulty, "split": "train"}
-    fields |= {"gold_sql": gold, "ordered": bool(_ORDER_BY.search(gold)), "family": "mined"}  # SqlTask's own
-    return dataclasses.replace(template, **fields), steps
-
-
-MINERS: dict[str, Callable[[Task, Sequence[Record], str, str], tuple[Task, int]]] = {"sql": _sql}
-"""Per environment: ``(a task of it, the session's calls, task id, prompt) -> (the task, reference length)``."""
-
-
 def write_tasks(path: Path, mined: Sequence[Mined]) -> int:
     """Write the mined tasks as ``OPENENV_EXTRA_TASKS`` reads them (one JSON object a line); how many."""
     lines = [
         json.dumps(
             {"task": task_record(m.task), "reference": [list(call) for call in m.reference], "session": m.session},
             ensure_ascii=False,
+            default=_json,
         )
         for m in mined
         if m.task is not None
@@ -91,22 +71,29 @@ def write_tasks(path: Path, mined: Sequence[Mined]) -> int:
     return len(lines)
 
 
+def unmineable(environment: Environment[Any, Any]) -> str | None:
+    """Why ``environment``'s recorded sessions cannot become tasks (``None``: it declares a miner)."""
+    mining = environment.declares.mining
+    return None if mining.miner is not None else f"{environment.name} cannot be mined: {mining.why_not}"
+
+
 async def mine(
     environment: Environment[Any, Any], sessions: Sequence[tuple[str | None, Sequence[Record]]], *, prompt: str
 ) -> list[Mined]:
-    """Turn ``sessions`` (each ``(session id, its recorded calls)``) of ``environment`` into checked tasks."""
-    miner = MINERS.get(environment.name)
+    """Turn ``sessions`` (each ``(session id, its recorded records)``) of ``environment`` into checked tasks."""
+    miner = environment.declares.mining.miner
     template = next(iter(environment.tasks()))
     drafts: list[Mined] = []
     recorded: dict[str, Sequence[Record]] = {}
-    for session, calls in sessions:
+    for session, records in sessions:
+        opening = next((r for r in records if r.get("opening")), None)
+        calls = [r for r in records if not r.get("opening")]
         if miner is None:
-            why = f"no miner for {environment.name} (tasks are mined from: {', '.join(sorted(MINERS))})"
-            drafts.append(Mined(environment.name, session, len(calls), rejected=why))
+            drafts.append(Mined(environment.name, session, len(calls), rejected=unmineable(environment)))
             continue
-        digest = hashlib.sha256(json.dumps([session, list(calls)], sort_keys=True, default=str).encode()).hexdigest()
+        digest = hashlib.sha256(json.dumps([session, list(records)], sort_keys=True, default=str).encode()).hexdigest()
         try:
-            task, steps = miner(template, calls, f"mined-{environment.name}-{digest[:12]}", prompt)
+            task, steps = miner(template, Recorded(calls, opening), f"mined-{environment.name}-{digest[:12]}", prompt)
         except Rejected as exc:
             drafts.append(Mined(environment.name, session, len(calls), rejected=str(exc)))
             continue
@@ -123,6 +110,13 @@ async def mine(
     ]
 
 
+def _json(value: Any) -> Any:
+    """A task field JSON has no type for: a set as a sorted list (a task class reads it back as it types it)."""
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    raise TypeError(f"a task field of type {type(value).__name__} cannot be written as JSON")
+
+
 async def _replay(
     environment: Environment[Any, Any], mined: Sequence[Mined], recorded: Mapping[str, Sequence[Record]]
 ) -> dict[str, str | None]:
@@ -130,7 +124,7 @@ async def _replay(
     prod did)."""
     from openenv_mcp.runtime import Runtime
 
-    normalise = normaliser_for(environment.name)
+    normalise = normaliser_for(environment)
     with tempfile.TemporaryDirectory(prefix="openenv-mined-") as where:
         path = Path(where) / "mined.jsonl"
         write_tasks(path, mined)

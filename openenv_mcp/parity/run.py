@@ -3,7 +3,7 @@
 Both sides take the one path (:meth:`Runtime.call <openenv_mcp.runtime.Runtime.call>`: the same validation and
 dispatch as every door); nothing here calls a backend. The sim side plays each script in an episode of its own,
 opened on the script's task with ``seed``; the prod side plays it on the prod backend, in the same order, after the
-environment's stage (if it has one: :mod:`~openenv_mcp.parity.staging`) made prod hold the episode's start.
+environment's declared stage (if it has one: :mod:`~openenv_mcp.parity.staging`) made prod hold the episode's start.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from openenv_mcp.models import Observation
 from openenv_mcp.parity.normalisers import Normaliser, normaliser_for
 from openenv_mcp.parity.report import Example, Kind, ParityReport, ToolParity
 from openenv_mcp.parity.scripts import Script
-from openenv_mcp.parity.staging import STAGES
+from openenv_mcp.parity.staging import side
 from openenv_mcp.runtime import Runtime
 
 __all__ = ["compare", "measure"]
@@ -30,7 +30,7 @@ async def measure(
     Raises:
         BackendUnavailable: A side's backend is not ready, or went away during the run (the message names it).
     """
-    normalise = normaliser or normaliser_for(sim.env.name)
+    normalise = normaliser or normaliser_for(sim.env)
     report = ParityReport(sim.env.name, {name: ToolParity() for name in sim.tools.names}, forgives=normalise.forgives)
     await sim.start()
     try:
@@ -53,12 +53,12 @@ async def measure(
 async def _play(
     sim: Runtime, prod: Runtime, script: Script, seed: int, normalise: Normaliser, report: ParityReport
 ) -> None:
-    stage = STAGES.get(sim.env.name)
+    stage = sim.env.declares.parity.stage
     episode_seed = seed if script.seed is None else script.seed
     opened = await sim.reset(task_id=script.task_id, seed=episode_seed)
     try:
         if stage is not None:
-            await stage(sim, prod, opened.episode_id)
+            await stage(side(sim, opened.episode_id), side(prod, None))
         for step, (tool, arguments) in enumerate(script.calls, start=1):
             mine, done = await _call(sim, tool, arguments, opened.episode_id)
             theirs, _ = await _call(prod, tool, arguments, None)
@@ -74,7 +74,7 @@ async def _play(
                 await sim.close_episode(opened.episode_id)
                 opened = await sim.reset(task_id=script.task_id, seed=episode_seed)
                 if stage is not None:
-                    await stage(sim, prod, opened.episode_id)
+                    await stage(side(sim, opened.episode_id), side(prod, None))
     finally:
         await sim.close_episode(opened.episode_id)
 

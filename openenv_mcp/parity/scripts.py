@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Task, stratified_sample
 from openenv_mcp.errors import ConfigError
 
-__all__ = ["PROD_STATE", "SOURCES", "Script", "comparable", "from_random", "from_tasks", "from_trajectories"]
+__all__ = ["SOURCES", "Script", "comparable", "from_random", "from_tasks", "from_trajectories"]
 
 SOURCES = ("tasks", "trajectories", "random")
 """The sources of calls, in the order a report shows them."""
@@ -44,31 +44,17 @@ class Script:
     seed: int | None = None
 
 
-def _on_shipped_mailbox(task: Task) -> bool:
-    return getattr(task, "scenario", None) is None
-
-
-PROD_STATE: dict[str, tuple[Callable[[Task], bool], str]] = {
-    "email": (
-        _on_shipped_mailbox,
-        "a generated email task files messages of its own into the mailbox it starts from; the prod mailbox "
-        "(Dovecot, seeded by python -m openenv_mcp.servers.email.seed) holds the shipped mailbox only, whose IMAP "
-        "UIDs are the sim's message ids, so only the tasks on the shipped mailbox are compared",
-    ),
-}
-"""Per environment, which tasks start from state the prod service holds, and why the others cannot be compared
-(an environment not named here: every task)."""
-
-
 def comparable(environment: Environment[Any, Any]) -> tuple[list[Task], str | None]:
-    """The tasks whose seeded state the prod service holds, and a note on the others (``None``: all are)."""
+    """The tasks whose seeded state the prod service holds (as the environment declares:
+    :attr:`Parity.compared <openenv_mcp.environment.declarations.Parity.compared>`), and a note on the others
+    (``None``: all are)."""
     tasks: list[Task] = list(environment.tasks())
-    if environment.name not in PROD_STATE:
+    parity = environment.declares.parity
+    if parity.compared is None:
         return tasks, None
-    holds, why = PROD_STATE[environment.name]
-    kept = [task for task in tasks if holds(task)]
+    kept = [task for task in tasks if parity.compared(task)]
     left = len(tasks) - len(kept)
-    return kept, (f"{left} of {len(tasks)} tasks not compared: {why}" if left else None)
+    return kept, (f"{left} of {len(tasks)} tasks not compared: {parity.not_compared}" if left else None)
 
 
 def from_tasks(environment: Environment[Any, Any], *, sample: int | None, seed: int) -> list[Script]:

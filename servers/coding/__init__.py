@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.coding.backends import CodingBackend, ProdBackend, SimBackend
+from openenv_mcp.servers.coding.declarations import declarations
 from openenv_mcp.servers.coding.problem import CodingTask
 from openenv_mcp.servers.coding.settings import CodingSettings
 from openenv_mcp.servers.coding.tasks import grade, load_tasks, solve
@@ -61,4 +62,5 @@ environment: Environment[CodingBackend, CodingTask] = Environment(
     ),
     max_steps=20,
     sim_fork=SimBackend.fork,
+    declares=declarations,
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService, TaskSet
 from openenv_mcp.servers.desktop.backends import DesktopBackend, ProdDesktop, SimDesktop
+from openenv_mcp.servers.desktop.declarations import declarations
 from openenv_mcp.servers.desktop.generator import generate
 from openenv_mcp.servers.desktop.settings import DesktopSettings
 from openenv_mcp.servers.desktop.tasks import DesktopTask, grade, solve, written
@@ -59,4 +60,5 @@ environment: Environment[DesktopBackend, DesktopTask] = Environment(
         ("type_text", {"text": "hello"}),
     ),
     max_steps=30,
+    declares=declarations,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.email.backends import MailBackend
+from openenv_mcp.servers.email.declarations import declarations
 from openenv_mcp.servers.email.generator import load_all
 from openenv_mcp.servers.email.prod import ProdMailbox
 from openenv_mcp.servers.email.settings import EmailSettings
@@ -81,4 +82,5 @@ environment: Environment[MailBackend, EmailTask] = Environment(
     ),
     max_steps=25,
     sim_fork=SimMailbox.fork,
+    declares=declarations,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.search.backends import SearchBackend, SqliteSearchBackend, open_prod_backend
+from openenv_mcp.servers.search.declarations import declarations
 from openenv_mcp.servers.search.generator import load_tasks
 from openenv_mcp.servers.search.settings import SearchSettings
 from openenv_mcp.servers.search.tasks import SearchTask, grade, solve
@@ -62,4 +63,5 @@ environment: Environment[SearchBackend, SearchTask] = Environment(
     ),
     max_steps=20,
     sim_fork=SqliteSearchBackend.fork,
+    declares=declarations,
 )

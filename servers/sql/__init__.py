@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from openenv_mcp import Environment, ProdService
 from openenv_mcp.servers.sql.backends import SqlBackend, SqliteBackend, open_prod_backend
+from openenv_mcp.servers.sql.declarations import declarations
 from openenv_mcp.servers.sql.generator import load_tasks
 from openenv_mcp.servers.sql.settings import SqlSettings
 from openenv_mcp.servers.sql.tasks import SqlTask, grade, solve
@@ -55,4 +56,5 @@ environment: Environment[SqlBackend, SqlTask] = Environment(
     ),
     max_steps=20,
     sim_fork=SqliteBackend.fork,
+    declares=declarations,
 )

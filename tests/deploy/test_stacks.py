@@ -203,7 +203,7 @@ def test_one_build_per_image_and_every_other_service_names_a_built_image() -> No
     resolved = json.loads(compose_config(PROD, all_set(PROD), "--format", "json").stdout)
     services = resolved["services"]
     builds = {name: spec["build"] for name, spec in services.items() if "build" in spec}
-    assert sorted(spec["target"] for spec in builds.values()) == ["desktop", "slim"], builds
+    assert sorted(spec["target"] for spec in builds.values()) == ["display", "slim"], builds
     built_images = {services[name]["image"] for name in builds}
     assert built_images == {"openenv-mcp:latest", "openenv-mcp-desktop:latest"}
     for name, spec in services.items():
@@ -360,18 +360,18 @@ def test_the_dockerfile_builds_two_images_from_one_set_of_wheels_runs_non_root_a
     assert not re.search(r"^#\s*syntax\s*=", text, re.M | re.I), "a syntax line makes offline BuildKit fetch a frontend"
     steps = _instructions(text)
     stages = {rest.split()[-1]: i for i, (keyword, rest) in enumerate(steps) if keyword == "FROM"}
-    assert list(stages) == ["wheels", "runtime", "desktop", "slim"], "wheels once; the default target is slim"
+    assert list(stages) == ["wheels", "runtime", "display", "slim"], "wheels once; the default target is slim"
     froms = [rest.split()[0] for keyword, rest in steps if keyword == "FROM"]
     assert froms == ["${BASE_IMAGE}", "${BASE_IMAGE}", "runtime", "runtime"]
     args = dict(rest.split("=", 1) for keyword, rest in steps if keyword == "ARG" and "=" in rest)
     assert args["BASE_IMAGE"] == "python:3.11-slim-bookworm"
     wheels = " ".join(rest for keyword, rest in steps[: stages["runtime"]] if keyword == "RUN")
     assert "--mount=type=secret,id=ca-certificates" in wheels and "pip wheel" in wheels
-    runtime = steps[stages["runtime"] : stages["desktop"]]
-    desktop = steps[stages["desktop"] : stages["slim"]]
+    runtime = steps[stages["runtime"] : stages["display"]]
+    display = steps[stages["display"] : stages["slim"]]
     assert "xvfb" not in " ".join(rest for _, rest in runtime), "the slim image carries no display stack"
-    assert "xvfb" in " ".join(rest for keyword, rest in desktop if keyword == "RUN")
-    for stage in (runtime, desktop):
+    assert "xvfb" in " ".join(rest for keyword, rest in display if keyword == "RUN")
+    for stage in (runtime, display):
         users = [rest for keyword, rest in stage if keyword == "USER"]
         assert users and users[-1].split(":")[0] not in ("0", "root")
     [healthcheck] = [rest for keyword, rest in runtime if keyword == "HEALTHCHECK"]

@@ -134,7 +134,7 @@ def running_engine(folder: Path) -> Iterator[Engine]:
 def build_images(engine: Engine) -> Engine:
     """The project's slim and desktop images and the PostgreSQL stand-in, built (or found in the cache)."""
     engine.build(SLIM, ROOT, dockerfile=COMPOSE_DIR / "Dockerfile", target="slim")
-    engine.build(DESKTOP, ROOT, dockerfile=COMPOSE_DIR / "Dockerfile", target="desktop")
+    engine.build(DESKTOP, ROOT, dockerfile=COMPOSE_DIR / "Dockerfile", target="display")
     engine.build(POSTGRES, IMAGES / "postgres")
     (ROOT / ".containers" / "build-times.json").write_text(json.dumps(engine.built, indent=2) + "\n")
     return engine

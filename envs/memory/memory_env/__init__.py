@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from memory_env.backends import open_prod, open_sim
+from memory_env.declarations import declarations
 from memory_env.generator import load_all
 from memory_env.settings import MemorySettings
 from memory_env.tasks import grade, solve
@@ -49,4 +50,5 @@ environment = Environment(
     examples=(("read_graph", {}), ("search_nodes", {"query": "person"})),
     max_steps=20,
     version="0.1.0",
+    declares=declarations,
 )

@@ -142,9 +142,12 @@ _TRAITS = ["likes chess", "runs marathons", "plays the cello", "collects stamps"
 
 
 async def open_sim(task: Any, seed: int, settings: Any) -> SimMemory:
-    """A fresh graph for one episode: the task's graph plus unrelated people drawn from ``seed``."""
+    """A fresh graph for one episode: the task's graph plus unrelated people drawn from ``seed`` (none for an
+    ``exact`` task: a mined one starts from the graph prod held)."""
     rng = random.Random(seed)
     start_entities, start_relations = task.graph()
+    if task.exact:
+        return SimMemory(start_entities, start_relations)
     entities = copy.deepcopy(start_entities)
     relations = copy.deepcopy(start_relations)
     taken = {e["name"] for e in entities} | task.mentions

@@ -27,7 +27,7 @@ from typing import Any
 from memory_env.backends import Memory, SimMemory
 from openenv_mcp import BoundCall, Grade, Observation, Task, TaskSet
 
-__all__ = ["MemoryTask", "grade", "load_tasks", "parts", "score", "solve"]
+__all__ = ["Check", "MemoryTask", "grade", "load_tasks", "parts", "passes", "score", "solve"]
 
 Check = dict[str, str]
 
@@ -40,7 +40,8 @@ class MemoryTask(Task):
     """A task: the graph an episode starts from, and the checks its end state must pass.
 
     A generated task carries ``build`` instead of ``entities`` and ``relations``: it draws the task's graph again
-    when an episode opens (the same graph every time), so the task table holds no graphs.
+    when an episode opens (the same graph every time), so the task table holds no graphs. An ``exact`` task (mined
+    from a prod session: ``openenv-mcp tasks mine``) starts from exactly its graph, with no unrelated people added.
     """
 
     entities: list[dict[str, Any]] = field(default_factory=list)
@@ -49,6 +50,11 @@ class MemoryTask(Task):
     mentions: frozenset[str] = frozenset()
     keep: list[Check] = field(default_factory=list)
     build: Callable[[], Graph] | None = None
+    exact: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mentions, frozenset):  # read back from JSON (OPENENV_EXTRA_TASKS) as a list
+            object.__setattr__(self, "mentions", frozenset(self.mentions))
 
     def graph(self) -> Graph:
         """The entities and relations an episode starts from (before the sim's unrelated people)."""
@@ -252,7 +258,8 @@ def _norm(text: str) -> str:
     return text.strip().lower().replace(" ", "_")
 
 
-def _passes(check: Check, memory: SimMemory) -> bool:
+def passes(check: Check, memory: SimMemory) -> bool:
+    """Whether ``memory`` passes ``check``."""
     kind = check["kind"]
     if kind == "only":
         required = set(filter(None, check["from"].split("|")))
@@ -285,14 +292,14 @@ def _passes(check: Check, memory: SimMemory) -> bool:
 def parts(task: MemoryTask, memory: SimMemory) -> dict[str, float]:
     """The score's parts: ``goals`` (the fraction of goal checks met), ``destroyed`` (the fraction of entities
     destroyed without being asked) and, for a task with keep checks, ``broken`` (the fraction of them broken)."""
-    met = sum(_passes(check, memory) for check in task.goals) / len(task.goals)
+    met = sum(passes(check, memory) for check in task.goals) / len(task.goals)
     asked = {check["name"] for check in task.goals if check["kind"] == "no_entity"}
     keep = memory.initial_names - asked
     names = {e["name"] for e in memory.entities}
     destroyed = len(keep - names) / len(keep) if keep else 0.0
     found = {"goals": met, "destroyed": destroyed}
     if task.keep:
-        found["broken"] = sum(not _passes(check, memory) for check in task.keep) / len(task.keep)
+        found["broken"] = sum(not passes(check, memory) for check in task.keep) / len(task.keep)
     return found
 
 
@@ -311,5 +318,5 @@ async def grade(task: MemoryTask, memory: Memory, call: BoundCall, observation: 
     # rounded like the rewards, so they add up to the final score (not 0.999999)
     now = round(found["goals"] - 0.5 * found["destroyed"] - 0.5 * found.get("broken", 0.0), 6)
     memory.last_score = now
-    done = all(_passes(check, memory) for check in task.goals)
+    done = all(passes(check, memory) for check in task.goals)
     return Grade(reward=round(now - before, 6), done=done, scores=found)

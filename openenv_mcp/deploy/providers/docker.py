@@ -11,7 +11,9 @@ from pathlib import Path
 
 from openenv_mcp.deploy.compose import ComposeError, ComposeRunner, compose_file
 from openenv_mcp.deploy.providers.base import Provider, ProviderError, http_url
-from openenv_mcp.deploy.stacks import CONTAINER_PORT, CONTAINERS, SERVER_LABEL, ContainerNeeds, port_variable
+from openenv_mcp.deploy.stacks import CONTAINER_PORT, SERVER_LABEL, port_variable
+from openenv_mcp.environment.catalog import load_environment
+from openenv_mcp.errors import ConfigError
 from openenv_mcp.settings import Mode
 
 __all__ = ["ComposeService", "DockerImage"]
@@ -44,7 +46,7 @@ class DockerImage(Provider):
     Args:
         name: The server to serve.
         image: The image (see ``compose/Dockerfile``); by default ``openenv-mcp-desktop:latest`` for a
-            server that needs a display (desktop), else ``openenv-mcp:latest``.
+            server whose container declares the display stack, else ``openenv-mcp:latest``.
         mode: sim or prod.
         environment: Variables for the container. Only their names reach the ``docker`` command
             line (``--env NAME``); the values travel in its environment, so secrets stay out of ``ps``.
@@ -198,9 +200,10 @@ class ComposeService(Provider):
 
 
 def _default_image(name: str) -> str:
-    """The local tag of the image ``name`` runs: the desktop target for servers with a display, else slim."""
-    return (
-        "openenv-mcp-desktop:latest"
-        if CONTAINERS.get(name, ContainerNeeds()).target == "desktop"
-        else "openenv-mcp:latest"
-    )
+    """The local tag of the image ``name`` runs: the display target's for a server whose container declares it,
+    else the slim one (also for a name no installed server has: the container says so when it starts)."""
+    try:
+        target = load_environment(name).declares.container.target
+    except ConfigError:
+        target = "slim"
+    return "openenv-mcp-desktop:latest" if target == "display" else "openenv-mcp:latest"
