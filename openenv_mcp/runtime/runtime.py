@@ -47,7 +47,7 @@ from openenv_mcp.runtime.crashes import crashed
 from openenv_mcp.runtime.episodes import Episode, EpisodeTable, Outcome, first_observation
 from openenv_mcp.runtime.forks import Forks, ForkVia
 from openenv_mcp.runtime.metrics import Metrics
-from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver
+from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver, SessionOpenings
 from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
 from openenv_mcp.settings import Settings
 
@@ -79,6 +79,7 @@ class Runtime:
             self.tasks = with_extra_tasks(self.tasks, settings.extra_tasks)
         self.observers: list[EpisodeObserver] = []
         self.call_recorders: list[CallRecorder] = []  # prod: what else sees every call (session recording)
+        self._openings = SessionOpenings(env.declares.mining.opening)  # prod: the state a recorded session starts from
         self._paces: list[Callable[[], Awaitable[None] | None]] = []  # observers' waits for room (EpisodeObserver)
         self.episodes = EpisodeTable(
             capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
@@ -183,6 +184,7 @@ class Runtime:
         try:
             bound = self.tools.bind(tool, arguments)
             if not self.episodic:
+                await self._openings.open(session, self.tools, self._backend, self.call_recorders)
                 observation = await bound.run(self._backend)
                 result = Outcome(observation, None, 0.0, False)
                 for recorder in self.call_recorders:

@@ -5,7 +5,10 @@ Off unless the operator sets ``OPENENV_RECORD_SESSIONS`` to a file. Each call of
     {"server": "sql", "session": "3f...", "at": 1764170000.1, "tool": "run_query", "arguments": {...},
      "is_error": false, "text": "...", "structured_content": {...}}
 
-``session`` is the MCP session the call came in on (``null`` for a sessionless request). Privacy: nothing is
+``session`` is the MCP session the call came in on (``null`` for a sessionless request). An environment that
+declares an opening call (``Environment.declares.mining.opening``, read-only: memory's ``read_graph``) gets it made
+on the prod backend when a session's first call arrives, before that call runs: its line carries ``"opening": true``
+and is the state the session started from, which ``tasks mine`` starts the task from. Privacy: nothing is
 recorded unless recording is turned on; the redaction hook (``OPENENV_RECORD_REDACT=module:function``) gets each
 record before anything is written and returns it redacted, or ``None`` to leave the call out; a hook that fails
 drops the call (never the unredacted record). ``OPENENV_RECORD_MAX_BYTES`` caps the file: past it, calls are no
@@ -89,9 +92,10 @@ class SessionRecorder:
             await asyncio.to_thread(self._thread.join)
             self._thread = None
 
-    def on_call(self, session: str | None, call: BoundCall, observation: Observation) -> None:
-        """Record one prod call (redacted first); never raises into the call."""
+    def on_call(self, session: str | None, call: BoundCall, observation: Observation, *, opening: bool = False) -> None:
+        """Record one prod call (redacted first), or a session's ``opening``; never raises into the call."""
         record: dict[str, Any] | None = {
+            **({"opening": True} if opening else {}),
             "server": self.server,
             "session": session,
             "at": round(time.time(), 3),

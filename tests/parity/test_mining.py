@@ -15,7 +15,7 @@ from mcp import Client
 
 from openenv_mcp import EnvClient
 from openenv_mcp.servers.sql import environment
-from tests.support import free_port, live_server, wait_ready
+from tests.support import free_port, live_server, memory_upstream, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
@@ -89,3 +89,107 @@ def test_a_recorded_prod_session_becomes_a_sim_task_scored_1(pg_url: str, tmp_pa
         assert first.observation.text.startswith("How many customers do we have?")
         results = [client.step(tool, arguments) for tool, arguments in reference]
     assert (results[-1].reward, results[-1].done) == (1.0, True)
+
+
+MEMORY_EARLIER = [  # an earlier session: what the upstream holds when the mined one opens
+    ("create_entities", {"entities": [
+        {"name": "Ada Park", "entityType": "person", "observations": ["writes code"]},
+        {"name": "Lumen Labs", "entityType": "organization", "observations": []},
+    ]}),
+    ("create_relations", {"relations": [{"from": "Ada Park", "to": "Lumen Labs", "relationType": "works_at"}]}),
+]  # fmt: skip
+MEMORY_SESSION = [  # reads what is there, then changes it: its task starts from the graph above
+    ("open_nodes", {"names": ["Ada Park"]}),
+    ("add_observations", {"observations": [{"entityName": "Ada Park", "contents": ["speaks Finnish"]}]}),
+    ("delete_observations", {"deletions": [{"entityName": "Ada Park", "observations": ["writes code"]}]}),
+    ("create_entities", {"entities": [{"name": "Oslo", "entityType": "city", "observations": []}]}),
+    ("create_relations", {"relations": [{"from": "Lumen Labs", "to": "Oslo", "relationType": "located_in"}]}),
+    ("read_graph", {}),
+]
+MEMORY_READS = [("search_nodes", {"query": "Ada"})]  # changes nothing: no task
+
+
+async def drive_memory(mcp_url: str) -> None:
+    for calls in (MEMORY_EARLIER, MEMORY_SESSION, MEMORY_READS):
+        async with Client(mcp_url, mode="legacy") as client:  # a session of its own
+            for tool, arguments in calls:
+                assert not (await client.call_tool(tool, arguments)).is_error, tool
+
+
+@pytest.mark.prod
+def test_a_recorded_memory_session_becomes_a_task_that_starts_from_the_graph_prod_held(tmp_path: Path) -> None:
+    from memory_env import environment as memory
+
+    recording, tasks = tmp_path / "sessions.jsonl", tmp_path / "mined.jsonl"
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "MEMORY_UPSTREAM_COMMAND": memory_upstream(),
+        "MEMORY_FILE_PATH": str(tmp_path / "graph.jsonl"),
+        "OPENENV_RECORD_SESSIONS": str(recording),
+    }
+    server = subprocess.Popen(
+        [*CLI, "serve", "memory", "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
+        anyio.run(drive_memory, f"http://127.0.0.1:{port}/mcp")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    records = [json.loads(line) for line in recording.read_text().splitlines()]
+    openings = [r for r in records if r.get("opening")]
+    assert [r["tool"] for r in openings] == ["read_graph"] * 3  # one per session, before its first call
+    assert openings[0]["structured_content"] == {"entities": [], "relations": []}
+    held = openings[1]["structured_content"]
+    assert [e["name"] for e in held["entities"]] == ["Ada Park", "Lumen Labs"] and len(held["relations"]) == 1
+
+    mined = subprocess.run(
+        [*CLI, "tasks", "mine", str(recording), "--out", str(tasks), "--server", "memory",
+         "--prompt", "Ada now speaks Finnish and no longer writes code; Lumen Labs is in Oslo."],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert mined.returncode == 0, mined.stdout + mined.stderr
+    report = mined.stdout.splitlines()
+    assert report[0].startswith("mined mined-memory-") and "2 reference calls, replayed to 1.0" in report[0]
+    assert report[1].startswith("mined mined-memory-") and "5 reference calls, replayed to 1.0" in report[1]
+    assert "left the graph as it found it" in report[2]
+    assert report[3].startswith("2 of 3 sessions made tasks")
+    line = json.loads(tasks.read_text().splitlines()[1])
+    task, reference = line["task"], line["reference"]
+    assert (task["entities"], task["relations"], task["exact"]) == (held["entities"], held["relations"], True)
+    assert {"kind": "no_observation", "name": "Ada Park", "contains": "writes code"} in task["goals"]
+    assert {"kind": "relation", "from": "Lumen Labs", "to": "Oslo", "type": "located_in"} in task["goals"]
+    assert reference == [[tool, arguments] for tool, arguments in MEMORY_SESSION[:5]]  # read_graph came after done
+
+    with live_server(memory, mode="sim", extra_tasks=tasks) as sim, EnvClient(sim.url) as client:
+        client.reset(task_id=task["id"], seed=3)
+        assert client.step("read_graph").observation.structured_content == held  # prod's graph, nothing added
+        client.reset(task_id=task["id"], seed=3)
+        results = [client.step(tool, arguments) for tool, arguments in reference]
+        assert [r.done for r in results] == [False] * 4 + [True]
+        assert client.state().total_reward == 1.0
+
+
+def test_an_environment_that_cannot_be_mined_says_why_and_exits_1(tmp_path: Path) -> None:
+    recording = tmp_path / "sessions.jsonl"
+    recording.write_text(json.dumps({"server": "email", "session": "s", "tool": "list_folders", "arguments": {}}))
+    done = subprocess.run(
+        [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.splitlines()[0].startswith("rejected email session s (1 calls): email cannot be mined: its ")
+    assert "the mailbox the session started from" in done.stdout
+    named = subprocess.run(
+        [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p",
+         "--server", "coding"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert named.returncode == 1 and named.stderr == ""
+    assert named.stdout == (
+        "coding cannot be mined: a coding task is graded by hidden tests written for its problem; a recording holds "
+        "the code a session ran and what it printed, not a problem statement nor the tests that would grade an "
+        "answer\n"
+    )
