@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from openenv_mcp.deploy.compose import COMPOSE_DIR, generated_files
+from openenv_mcp.deploy.kube import build_manifests
 from openenv_mcp.deploy.stacks import (
     CONTAINER_PORT,
     DEFAULT_IMAGE,
@@ -390,3 +391,38 @@ def test_the_build_context_leaves_out_the_virtualenv_and_the_tests() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert ignore[ignore.index("**") :][:1] == ["**"]
     assert {"!pyproject.toml", "!README.md", "!openenv_mcp", "!servers"} <= set(ignore)
+
+
+def test_the_offline_podman_block_builds_every_image_the_sim_stack_runs() -> None:
+    # built from the local base, or `compose up --mode sim` goes to a registry for the image missing
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    block = docs.split("## Running with podman", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    services = _load(SIM)["services"].values()
+    targets = {spec["build"]["target"] for spec in services if "build" in spec}
+    assert targets == {"slim", "display"}
+    for target in targets:
+        assert f"--target {target} -t localhost/" in block, target
+    variables = set(re.findall(r"\$\{(OPENENV_\w*IMAGE):-", (COMPOSE_DIR / "docker-compose.sim.yml").read_text()))
+    assert variables == {"OPENENV_IMAGE", "OPENENV_DESKTOP_IMAGE"}
+    for variable in variables:
+        assert re.search(rf"\b{variable}=localhost/\S+:latest\b", block), variable
+
+
+def test_memory_gets_its_container_and_its_manifest_from_its_own_declarations() -> None:
+    from memory_env.declarations import declarations
+
+    doc = build_stack(["memory"], "prod")
+    service = doc["services"]["memory"]
+    assert service["x-system-packages"] == list(declarations.container.system_packages) == ["nodejs", "npm"]
+    assert service["x-upstream"][0]["package"] == "@modelcontextprotocol/server-memory"
+    assert service["environment"]["MEMORY_FILE_PATH"] == "/data/graph.jsonl"
+    assert service["volumes"] == ["memory-graph:/data"] and "memory-graph" in doc["volumes"]
+    assert "# memory needs an image that adds nodejs, npm, @modelcontextprotocol/server-memory" in dump_stack(doc)
+    deployment, _ = build_manifests(["memory"], "prod", replicas=3)
+    annotations = deployment["metadata"]["annotations"]
+    assert deployment["spec"]["replicas"] == 1 and annotations["openenv-mcp/replicas"].startswith("at most 1: ")
+    assert annotations["openenv-mcp/image-adds"] == "nodejs, npm, @modelcontextprotocol/server-memory"
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert {"name": "MEMORY_FILE_PATH", "value": "/data/graph.jsonl"} in container["env"]
+    assert [m["name"] for m in container["volumeMounts"]] == ["tmp", "memory-graph"]  # the graph's volume at /data
+    assert build_manifests(["memory"], "sim", replicas=3)[0]["spec"]["replicas"] == 3  # sim episodes spread
