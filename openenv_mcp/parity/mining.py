@@ -111,9 +111,12 @@ async def mine(
 
 
 def _json(value: Any) -> Any:
-    """A task field JSON has no type for: a set as a sorted list (a task class reads it back as it types it)."""
+    """A task field JSON has no type for: a set as a sorted list, a dataclass as its fields (a task class reads
+    them back as it types them)."""
     if isinstance(value, set | frozenset):
         return sorted(value, key=str)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     raise TypeError(f"a task field of type {type(value).__name__} cannot be written as JSON")
 
 

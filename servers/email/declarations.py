@@ -1,5 +1,5 @@
 """What email declares for the toolkit: what parity forgives between the sim mailbox and a real IMAP/SMTP server,
-which tasks the prod mailbox can be compared on, and why a recorded prod session is not mined."""
+which tasks the prod mailbox can be compared on, and how a recorded prod session is mined."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from openenv_mcp.environment.declarations import COMMON, Declarations, Mining, Normaliser, Parity
 from openenv_mcp.environment.tasks import Task
+from openenv_mcp.servers.email.mining import mine_session
 
 __all__ = ["declarations", "normalise", "on_shipped_mailbox"]
 
@@ -48,12 +49,6 @@ declarations = Declarations(
         "mailbox (Dovecot, seeded by python -m openenv_mcp.servers.email.seed) holds the shipped mailbox only, whose "
         "IMAP UIDs are the sim's message ids, so only the tasks on the shipped mailbox are compared",
     ),
-    mining=Mining(
-        why_not="its recording holds what a session sent (to whom, replying to or forwarding which message), but "
-        "not the two things an email task is made of: the mailbox the session started from (a real mailbox "
-        "receives mail all the time, and no read-only call returns a whole mailbox to record when a session "
-        "opens, so a message the session read may not exist in any sim mailbox), and the facts its messages had "
-        "to state (half of an email grade), which no recording separates from the rest of the text"
-    ),
+    mining=Mining(miner=mine_session),  # what a recording allows, and what not: servers/email/mining.py
 )
 """email's declarations (``Environment.declares``)."""

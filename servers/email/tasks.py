@@ -96,6 +96,23 @@ class EmailTask(Task):
     expect: tuple[Expectation, ...] = ()
     scenario: Scenario | None = None
 
+    def __post_init__(self) -> None:
+        if any(isinstance(e, dict) for e in self.expect):  # read back from JSON (OPENENV_EXTRA_TASKS: a mined task)
+            object.__setattr__(
+                self, "expect", tuple(_expectation(e) if isinstance(e, dict) else e for e in self.expect)
+            )
+
+
+def _expectation(fields: Mapping[str, Any]) -> Expectation:
+    return Expectation(
+        kind=fields["kind"],
+        to=frozenset(a.lower() for a in fields["to"]),
+        targets=tuple(fields.get("targets", ())),
+        facts=tuple(tuple(f) for f in fields.get("facts", ())),
+        subject=tuple(tuple(s) for s in fields.get("subject", ())),
+        avoid=tuple(tuple(a) for a in fields.get("avoid", ())),
+    )
+
 
 @functools.cache
 def common_tail() -> str:
@@ -118,17 +135,7 @@ def load_tasks() -> TaskSet:
             split=t["split"],
             prompt=t["prompt"] + how,
             difficulty=t["difficulty"],
-            expect=tuple(
-                Expectation(
-                    kind=e["kind"],
-                    to=frozenset(a.lower() for a in e["to"]),
-                    targets=tuple(e.get("targets", ())),
-                    facts=tuple(tuple(f) for f in e.get("facts", ())),
-                    subject=tuple(tuple(s) for s in e.get("subject", ())),
-                    avoid=tuple(tuple(a) for a in e.get("avoid", ())),
-                )
-                for e in t["expect"]
-            ),
+            expect=tuple(_expectation(e) for e in t["expect"]),
         )
         for t in raw
     )

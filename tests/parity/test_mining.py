@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -174,14 +175,17 @@ def test_a_recorded_memory_session_becomes_a_task_that_starts_from_the_graph_pro
 
 def test_an_environment_that_cannot_be_mined_says_why_and_exits_1(tmp_path: Path) -> None:
     recording = tmp_path / "sessions.jsonl"
-    recording.write_text(json.dumps({"server": "email", "session": "s", "tool": "list_folders", "arguments": {}}))
+    recording.write_text(json.dumps({"server": "search", "session": "s", "tool": "collection_info", "arguments": {}}))
     done = subprocess.run(
         [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
     )  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert done.stdout.splitlines()[0].startswith("rejected email session s (1 calls): email cannot be mined: its ")
-    assert "the mailbox the session started from" in done.stdout
+    assert done.stdout.splitlines()[0] == (
+        "rejected search session s (1 calls): search cannot be mined: a search task is graded by its gold answer, "
+        "which a recording does not hold: it holds the answer the agent submitted, and prod grades nothing, so "
+        "nothing says whether that answer was right"
+    )
     named = subprocess.run(
         [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p",
          "--server", "coding"],
@@ -193,3 +197,59 @@ def test_an_environment_that_cannot_be_mined_says_why_and_exits_1(tmp_path: Path
         "the code a session ran and what it printed, not a problem statement nor the tests that would grade an "
         "answer\n"
     )
+
+
+@pytest.mark.prod
+def test_a_recorded_email_session_becomes_a_task_on_the_shipped_mailbox_graded_on_what_it_sent(
+    tmp_path: Path,
+) -> None:
+    from openenv_mcp.servers.email import environment as email
+    from tests.support.email import dovecot, smtp_server
+
+    assert email.solve is not None
+    hand_written = [task for task in email.tasks() if getattr(task, "scenario", None) is None]
+    kinds = {e.kind: task for task in hand_written for e in task.expect if len(task.expect) == 1}
+    calls = [call for kind in ("reply", "forward", "new") for call in email.solve(kinds[kind])]  # all three kinds
+    recording, tasks = tmp_path / "sessions.jsonl", tmp_path / "mined.jsonl"
+    port = free_port()
+    with dovecot() as imap, smtp_server() as smtp:
+        env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "OPENENV_RECORD_SESSIONS": str(recording),
+            "EMAIL_FROM_ADDRESS": "alex.morgan@northwind.example", "EMAIL_FROM_NAME": "Alex Morgan",
+            "EMAIL_SMTP_HOST": smtp.host, "EMAIL_SMTP_PORT": str(smtp.port), "EMAIL_SMTP_SECURITY": "none",
+            "EMAIL_IMAP_HOST": imap.host, "EMAIL_IMAP_PORT": str(imap.port), "EMAIL_IMAP_SECURITY": "none",
+            "EMAIL_IMAP_USERNAME": imap.user, "EMAIL_IMAP_PASSWORD": imap.password, "EMAIL_TIMEOUT": "5",
+        }  # fmt: skip
+        server = subprocess.Popen(
+            [*CLI, "serve", "email", "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
+            anyio.run(drive_sessions, f"http://127.0.0.1:{port}/mcp", [calls, [("list_folders", {})]])
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        assert len(smtp.received) == 3  # the three messages really went out
+    mined = subprocess.run(
+        [*CLI, "tasks", "mine", str(recording), "--out", str(tasks), "--prompt", "Answer, pass on and announce."],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert mined.returncode == 0, mined.stdout + mined.stderr
+    report = mined.stdout.splitlines()
+    assert report[0].startswith("mined mined-email-") and f"{len(calls)} reference calls, replayed to 1.0" in report[0]
+    assert "no message was sent" in report[1]
+    line = json.loads(tasks.read_text())
+    assert [e["kind"] for e in line["task"]["expect"]] == ["reply", "forward", "new"]
+    assert all(e["facts"] == [] for e in line["task"]["expect"])  # a recording does not say which facts counted
+    with live_server(email, mode="sim", extra_tasks=tasks) as sim, EnvClient(sim.url) as client:
+        first = client.reset(task_id=line["task"]["id"])
+        assert first.observation.text.startswith("Answer, pass on and announce.")
+        results = [client.step(tool, arguments) for tool, arguments in line["reference"]]
+    assert results[-1].done and sum(r.reward for r in results) == pytest.approx(1.0)
+
+
+async def drive_sessions(mcp_url: str, sessions: list[list[tuple[str, dict[str, Any]]]]) -> None:
+    for calls in sessions:
+        async with Client(mcp_url, mode="legacy") as client:  # a session of its own
+            for tool, arguments in calls:
+                assert not (await client.call_tool(tool, arguments)).is_error, tool
