@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,42 +37,51 @@ SESSIONS = [
 ]
 
 
-async def drive(mcp_url: str) -> None:
-    for calls in SESSIONS:
+Call = tuple[str, dict[str, Any]]
+
+
+def record(name: str, path: Path, sessions: Sequence[Sequence[Call]], **environ: str) -> None:
+    """Play ``sessions`` (each in an MCP session of its own) on ``openenv-mcp serve NAME --mode prod`` recording
+    them into ``path``; the server is stopped (and its recording flushed) after."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENENV_RECORD_SESSIONS": str(path), **environ}
+    server = subprocess.Popen(
+        [*CLI, "serve", name, "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
+        anyio.run(drive, f"http://127.0.0.1:{port}/mcp", sessions)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+async def drive(mcp_url: str, sessions: Sequence[Sequence[Call]]) -> None:
+    for calls in sessions:
         async with Client(mcp_url, mode="legacy") as client:  # a session of its own (the 2025 era)
             for tool, arguments in calls:
-                assert not (await client.call_tool(tool, arguments)).is_error
+                assert not (await client.call_tool(tool, arguments)).is_error, tool
+
+
+def mine(*args: str) -> subprocess.CompletedProcess[str]:
+    """``openenv-mcp tasks mine ARGS``."""
+    return subprocess.run(
+        [*CLI, "tasks", "mine", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
 
 
 @pytest.mark.prod
 def test_a_recorded_prod_session_becomes_a_sim_task_scored_1(pg_url: str, tmp_path: Path) -> None:
     recording, tasks = tmp_path / "sessions.jsonl", tmp_path / "mined.jsonl"
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SQL_DATABASE_URL": pg_url,
-        "OPENENV_RECORD_SESSIONS": str(recording),
-        "OPENENV_RECORD_REDACT": "tests.support.redaction:hide_emails",
-    }
-    server = subprocess.Popen(
-        [*CLI, "serve", "sql", "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
-        anyio.run(drive, f"http://127.0.0.1:{port}/mcp")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    redact = "tests.support.redaction:hide_emails"
+    record("sql", recording, SESSIONS, SQL_DATABASE_URL=pg_url, OPENENV_RECORD_REDACT=redact)
     records = [json.loads(line) for line in recording.read_text().splitlines()]
     assert [r["tool"] for r in records] == [tool for calls in SESSIONS for tool, _ in calls]
     assert len({r["session"] for r in records}) == 4 and None not in {r["session"] for r in records}
     assert records[5]["structured_content"]["rows"] == [["<email>"]]  # redacted before it was written
 
-    mined = subprocess.run(
-        [*CLI, "tasks", "mine", str(recording), "--out", str(tasks), "--prompt", "How many customers do we have?"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+    mined = mine(str(recording), "--out", str(tasks), "--prompt", "How many customers do we have?")
     assert mined.returncode == 0, mined.stderr
     report = mined.stdout.splitlines()
     assert report[0].startswith("mined mined-sql-") and "3 reference calls, replayed to 1.0" in report[0]
@@ -110,35 +120,13 @@ MEMORY_SESSION = [  # reads what is there, then changes it: its task starts from
 MEMORY_READS = [("search_nodes", {"query": "Ada"})]  # changes nothing: no task
 
 
-async def drive_memory(mcp_url: str) -> None:
-    for calls in (MEMORY_EARLIER, MEMORY_SESSION, MEMORY_READS):
-        async with Client(mcp_url, mode="legacy") as client:  # a session of its own
-            for tool, arguments in calls:
-                assert not (await client.call_tool(tool, arguments)).is_error, tool
-
-
 @pytest.mark.prod
 def test_a_recorded_memory_session_becomes_a_task_that_starts_from_the_graph_prod_held(tmp_path: Path) -> None:
     from memory_env import environment as memory
 
     recording, tasks = tmp_path / "sessions.jsonl", tmp_path / "mined.jsonl"
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "MEMORY_UPSTREAM_COMMAND": memory_upstream(),
-        "MEMORY_FILE_PATH": str(tmp_path / "graph.jsonl"),
-        "OPENENV_RECORD_SESSIONS": str(recording),
-    }
-    server = subprocess.Popen(
-        [*CLI, "serve", "memory", "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
-        anyio.run(drive_memory, f"http://127.0.0.1:{port}/mcp")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    upstream = {"MEMORY_UPSTREAM_COMMAND": memory_upstream(), "MEMORY_FILE_PATH": str(tmp_path / "graph.jsonl")}
+    record("memory", recording, [MEMORY_EARLIER, MEMORY_SESSION, MEMORY_READS], **upstream)
     records = [json.loads(line) for line in recording.read_text().splitlines()]
     openings = [r for r in records if r.get("opening")]
     assert [r["tool"] for r in openings] == ["read_graph"] * 3  # one per session, before its first call
@@ -146,11 +134,8 @@ def test_a_recorded_memory_session_becomes_a_task_that_starts_from_the_graph_pro
     held = openings[1]["structured_content"]
     assert [e["name"] for e in held["entities"]] == ["Ada Park", "Lumen Labs"] and len(held["relations"]) == 1
 
-    mined = subprocess.run(
-        [*CLI, "tasks", "mine", str(recording), "--out", str(tasks), "--server", "memory",
-         "--prompt", "Ada now speaks Finnish and no longer writes code; Lumen Labs is in Oslo."],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+    prompt = "Ada now speaks Finnish and no longer writes code; Lumen Labs is in Oslo."
+    mined = mine(str(recording), "--out", str(tasks), "--server", "memory", "--prompt", prompt)
     assert mined.returncode == 0, mined.stdout + mined.stderr
     report = mined.stdout.splitlines()
     assert report[0].startswith("mined mined-memory-") and "2 reference calls, replayed to 1.0" in report[0]
@@ -176,21 +161,14 @@ def test_a_recorded_memory_session_becomes_a_task_that_starts_from_the_graph_pro
 def test_an_environment_that_cannot_be_mined_says_why_and_exits_1(tmp_path: Path) -> None:
     recording = tmp_path / "sessions.jsonl"
     recording.write_text(json.dumps({"server": "search", "session": "s", "tool": "collection_info", "arguments": {}}))
-    done = subprocess.run(
-        [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+    done = mine(str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.splitlines()[0] == (
         "rejected search session s (1 calls): search cannot be mined: a search task is graded by its gold answer, "
         "which a recording does not hold: it holds the answer the agent submitted, and prod grades nothing, so "
         "nothing says whether that answer was right"
     )
-    named = subprocess.run(
-        [*CLI, "tasks", "mine", str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p",
-         "--server", "coding"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+    named = mine(str(recording), "--out", str(tmp_path / "out.jsonl"), "--prompt", "p", "--server", "coding")
     assert named.returncode == 1 and named.stderr == ""
     assert named.stdout == (
         "coding cannot be mined: a coding task is graded by hidden tests written for its problem; a recording holds "
@@ -211,29 +189,16 @@ def test_a_recorded_email_session_becomes_a_task_on_the_shipped_mailbox_graded_o
     kinds = {e.kind: task for task in hand_written for e in task.expect if len(task.expect) == 1}
     calls = [call for kind in ("reply", "forward", "new") for call in email.solve(kinds[kind])]  # all three kinds
     recording, tasks = tmp_path / "sessions.jsonl", tmp_path / "mined.jsonl"
-    port = free_port()
     with dovecot() as imap, smtp_server() as smtp:
-        env = {
-            **os.environ, "PYTHONPATH": str(ROOT), "OPENENV_RECORD_SESSIONS": str(recording),
-            "EMAIL_FROM_ADDRESS": "alex.morgan@northwind.example", "EMAIL_FROM_NAME": "Alex Morgan",
-            "EMAIL_SMTP_HOST": smtp.host, "EMAIL_SMTP_PORT": str(smtp.port), "EMAIL_SMTP_SECURITY": "none",
-            "EMAIL_IMAP_HOST": imap.host, "EMAIL_IMAP_PORT": str(imap.port), "EMAIL_IMAP_SECURITY": "none",
-            "EMAIL_IMAP_USERNAME": imap.user, "EMAIL_IMAP_PASSWORD": imap.password, "EMAIL_TIMEOUT": "5",
-        }  # fmt: skip
-        server = subprocess.Popen(
-            [*CLI, "serve", "email", "--mode", "prod", "--port", str(port)], env=env, stderr=subprocess.DEVNULL
-        )
-        try:
-            assert wait_ready(f"http://127.0.0.1:{port}").status_code == 200
-            anyio.run(drive_sessions, f"http://127.0.0.1:{port}/mcp", [calls, [("list_folders", {})]])
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+        record(
+            "email", recording, [calls, [("list_folders", {})]],
+            EMAIL_FROM_ADDRESS="alex.morgan@northwind.example", EMAIL_FROM_NAME="Alex Morgan",
+            EMAIL_SMTP_HOST=smtp.host, EMAIL_SMTP_PORT=str(smtp.port), EMAIL_SMTP_SECURITY="none",
+            EMAIL_IMAP_HOST=imap.host, EMAIL_IMAP_PORT=str(imap.port), EMAIL_IMAP_SECURITY="none",
+            EMAIL_IMAP_USERNAME=imap.user, EMAIL_IMAP_PASSWORD=imap.password, EMAIL_TIMEOUT="5",
+        )  # fmt: skip
         assert len(smtp.received) == 3  # the three messages really went out
-    mined = subprocess.run(
-        [*CLI, "tasks", "mine", str(recording), "--out", str(tasks), "--prompt", "Answer, pass on and announce."],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+    mined = mine(str(recording), "--out", str(tasks), "--prompt", "Answer, pass on and announce.")
     assert mined.returncode == 0, mined.stdout + mined.stderr
     report = mined.stdout.splitlines()
     assert report[0].startswith("mined mined-email-") and f"{len(calls)} reference calls, replayed to 1.0" in report[0]
@@ -246,10 +211,3 @@ def test_a_recorded_email_session_becomes_a_task_on_the_shipped_mailbox_graded_o
         assert first.observation.text.startswith("Answer, pass on and announce.")
         results = [client.step(tool, arguments) for tool, arguments in line["reference"]]
     assert results[-1].done and sum(r.reward for r in results) == pytest.approx(1.0)
-
-
-async def drive_sessions(mcp_url: str, sessions: list[list[tuple[str, dict[str, Any]]]]) -> None:
-    for calls in sessions:
-        async with Client(mcp_url, mode="legacy") as client:  # a session of its own
-            for tool, arguments in calls:
-                assert not (await client.call_tool(tool, arguments)).is_error, tool
