@@ -60,7 +60,8 @@ class SessionOpenings:
     recorders as the session's opening: the state the session started from, which a miner starts its task from.
 
     The sessions seen are remembered up to ``remember`` (the oldest forgotten first); a sessionless call has no
-    opening."""
+    opening. The opening runs inside the call, on the same backend: when it fails, the call fails as it would have
+    (a backend that is down), and the session goes unopened."""
 
     def __init__(self, opening: tuple[str, Mapping[str, Any]] | None, *, remember: int = 10_000) -> None:
         self.opening = opening
