@@ -68,21 +68,28 @@ def _installed(root: Path, name: str, module: str) -> None:
 def test_a_new_environment_gets_containers_and_a_manifest_from_its_own_declarations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made = scaffold("bird-watch", tmp_path)
-    _installed(made.root, "bird-watch", made.module)
+    made = scaffold("kiln", tmp_path)
+    declared = made.root / made.module / "declarations.py"
+    text = declared.read_text()  # what an author adds: a device, a Debian package, a node to run on
+    text = text.replace("memory_mb=512,", 'memory_mb=512, devices=("/dev/kvm",), system_packages=("ffmpeg",),')
+    declared.write_text(text.replace("ClusterNeeds(", 'ClusterNeeds(node_selector={"kvm": "yes"}, '))
+    _installed(made.root, "kiln", made.module)
     monkeypatch.syspath_prepend(str(made.root))
-    service = build_stack(["bird-watch"], "prod")["services"]["bird-watch"]
-    assert service["environment"]["BIRD_WATCH_DATABASE"] == "/data/notes.db"  # so compose asks for no value
-    assert service["volumes"] == ["bird-watch-notes:/data"]
+    service = build_stack(["kiln"], "prod")["services"]["kiln"]
+    assert service["environment"]["KILN_DATABASE"] == "/data/notes.db"  # so compose asks for no value
+    assert service["volumes"] == ["kiln-notes:/data"]
     assert service["deploy"]["resources"]["limits"]["memory"] == "512M"
-    deployment, _ = build_manifests(["bird-watch"], "prod", replicas=3)
+    assert (service["devices"], service["x-system-packages"]) == (["/dev/kvm"], ["ffmpeg"])
+    deployment, _ = build_manifests(["kiln"], "prod", replicas=3)
     assert deployment["spec"]["replicas"] == 1
-    assert deployment["metadata"]["annotations"]["openenv-mcp/replicas"] == (
-        "at most 1: the prod notebook is one SQLite file that one pod owns"
-    )
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    annotations = deployment["metadata"]["annotations"]
+    assert annotations["openenv-mcp/replicas"] == "at most 1: the prod notebook is one SQLite file that one pod owns"
+    assert annotations["openenv-mcp/image-adds"] == "ffmpeg"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kvm": "yes"}
+    [container] = pod["containers"]
     assert container["resources"]["limits"]["memory"] == "512Mi"
-    assert {"name": "bird-watch-notes", "mountPath": "/data"} in container["volumeMounts"]
+    assert {"name": "kiln-notes", "mountPath": "/data"} in container["volumeMounts"]
 
 
 @pytest.mark.timeout(600)
