@@ -10,6 +10,7 @@ This module re-exports the public names; the rest is reached by its module path.
 
 from typing import TYPE_CHECKING, Any
 
+from openenv_mcp.environment.backend import Backend
 from openenv_mcp.environment.spec import Environment, ProdService, Upstream
 from openenv_mcp.environment.tasks import Grade, Task, TaskSet
 from openenv_mcp.environment.tools import BoundCall, Tool, Toolbox
@@ -50,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Action",
     "AsyncEnvClient",
+    "Backend",
     "BackendUnavailable",
     "BoundCall",
     "CapacityExceeded",
