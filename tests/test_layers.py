@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"errors", "models"},
     {"settings"},
     {"environment"},
-    {"rewards", "backends"},
+    {"rewards", "backends", "worlds"},
     {"runtime"},
     {"trajectories"},
     {"doors", "client"},
@@ -198,3 +198,21 @@ def test_the_one_path_is_on_the_runtimes_first_screen() -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
     assert methods.index("call") == methods.index("stop") + 2 and methods[methods.index("call") + 1] == "_advance"
+
+
+def test_no_shipped_server_imports_another() -> None:
+    # a server is an environment as a third party would write one: what two servers share is toolkit code
+    # (the worlds' workers and pool are openenv_mcp.worlds), never one server used as another's library
+    crossing = []
+    servers = ROOT / "servers"
+    for path in sorted(servers.rglob("*.py")):
+        own = path.relative_to(servers).parts[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["openenv_mcp", "servers"] and len(parts) > 2 and parts[2] != own:
+                    crossing.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert crossing == []
