@@ -3,7 +3,7 @@
 The layers, each a folder, imports only running down:
     cli/                                          one module per command
     evaluation/ training/ authoring/  >  rollout/ deploy/ registry/  >  doors/ client/  >  trajectories/
-    runtime/  (the one path: Runtime.call)  >  rewards/ backends/  >  environment/  (the authoring contract)
+    runtime/  (the one path: Runtime.call)  >  rewards/ backends/ worlds/  >  environment/  (the authoring contract)
     errors, models, settings                      the vocabulary
 This module re-exports the public names; the rest is reached by its module path.
 """
