@@ -4,8 +4,10 @@ task's ``init`` parameters, the world prepared first and the valid actions shown
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -94,3 +96,14 @@ def test_a_world_missing_what_it_needs_says_what_to_install() -> None:
     env = _counter(["the counter package: pip install counter"])
     with pytest.raises(ConfigError, match="counter cannot run here; it needs the counter package: pip install counter"):
         env.tasks()
+
+
+def test_the_world_docs_worlds_md_shows_authors_builds_as_written() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "worlds.md").read_text(encoding="utf-8")
+    section = guide.split("## A world in your own package", 1)[1].split("\n## ", 1)[0]
+    [example] = re.findall(r"^```python\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "docs/worlds.md", "exec"), namespace)
+    env = namespace["environment"]
+    assert isinstance(env, Environment) and env.prod_sessions
+    assert env.tools.names == ["act"] and [task.id for task in env.tasks()] == ["count-3"]
