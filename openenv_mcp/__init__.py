@@ -3,13 +3,14 @@
 The layers, each a folder, imports only running down:
     cli/                                          one module per command
     evaluation/ training/ authoring/  >  rollout/ deploy/ registry/  >  doors/ client/  >  trajectories/
-    runtime/  (the one path: Runtime.call)  >  rewards/ backends/  >  environment/  (the authoring contract)
+    runtime/  (the one path: Runtime.call)  >  rewards/ backends/ worlds/  >  environment/  (the authoring contract)
     errors, models, settings                      the vocabulary
 This module re-exports the public names; the rest is reached by its module path.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from openenv_mcp.environment.backend import Backend
 from openenv_mcp.environment.spec import Environment, ProdService, Upstream
 from openenv_mcp.environment.tasks import Grade, Task, TaskSet
 from openenv_mcp.environment.tools import BoundCall, Tool, Toolbox
@@ -50,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Action",
     "AsyncEnvClient",
+    "Backend",
     "BackendUnavailable",
     "BoundCall",
     "CapacityExceeded",

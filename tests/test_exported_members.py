@@ -6,6 +6,7 @@ def test_public_api_is_pinned() -> None:
     assert openenv_mcp.__all__ == [
         "Action",
         "AsyncEnvClient",
+        "Backend",
         "BackendUnavailable",
         "BoundCall",
         "CapacityExceeded",

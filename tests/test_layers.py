@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"errors", "models"},
     {"settings"},
     {"environment"},
-    {"rewards", "backends"},
+    {"rewards", "backends", "worlds"},
     {"runtime"},
     {"trajectories"},
     {"doors", "client"},
@@ -238,3 +238,21 @@ def test_the_name_check_finds_a_table_keyed_by_a_name_and_spares_docstrings(tmp_
     source = '"""Tables: sql."""\nLIMITS = {"memory": "1G"}\n\n\ndef f():\n    """desktop"""\n    return "coding"\n'
     module.write_text(source)
     assert [where.split(":", 1)[1] for where in _named(module)] == ["2 'memory'", "7 'coding'"]
+
+
+def test_no_shipped_server_imports_another() -> None:
+    # a server is an environment as a third party would write one: what two servers share is toolkit code
+    # (the worlds' workers and pool are openenv_mcp.worlds), never one server used as another's library
+    crossing = []
+    servers = ROOT / "servers"
+    for path in sorted(servers.rglob("*.py")):
+        own = path.relative_to(servers).parts[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["openenv_mcp", "servers"] and len(parts) > 2 and parts[2] != own:
+                    crossing.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert crossing == []

@@ -1,21 +1,11 @@
-"""What every backend offers the runtime: a readiness ping and a close."""
+"""Backends the toolkit ships for servers to use (PostgreSQL, an upstream MCP server).
+
+:class:`Backend`, the contract every backend meets, belongs to the environment contract
+(:mod:`openenv_mcp.environment.backend`); it is re-exported here, where it was first defined.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from openenv_mcp.environment.backend import Backend
 
 __all__ = ["Backend"]
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """A sim or prod implementation of a server's backend protocol.
-
-    Servers add their own operations (``query``, ``send``...) on top; the runtime only
-    needs these two. ``ping`` raises :class:`~openenv_mcp.errors.BackendUnavailable` with the
-    reason when the backend cannot serve.
-    """
-
-    async def ping(self) -> None: ...
-
-    async def aclose(self) -> None: ...

@@ -81,11 +81,8 @@ async def _main(args: argparse.Namespace) -> int:
                 k=args.trials,
                 log=log,
                 seed=args.seed,
-                concurrency=args.concurrency,
-                server=run.server,
-                threshold=args.success_threshold,
+                batch=run.batch(args),
                 on_trial=advance,
-                token=run.token,
                 difficulties=difficulties,
             )
         finally:

@@ -67,13 +67,10 @@ async def _main(args: argparse.Namespace) -> int:
                 run.url,
                 run.policy,
                 episodes=args.episodes,
-                concurrency=args.concurrency,
-                split=args.split,
                 seed=args.seed,
-                server=run.server,
-                success_threshold=args.success_threshold,
+                split=args.split,
+                batch=run.batch(args),
                 on_result=advance,
-                token=run.token,
             )
         finally:
             bar.close()

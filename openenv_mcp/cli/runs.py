@@ -16,7 +16,7 @@ from openenv_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from openenv_mcp.client.discovery import ServerInfo
-    from openenv_mcp.rollout.runner import Policy
+    from openenv_mcp.rollout.runner import Batch, Policy
     from openenv_mcp.trajectories.turns import TurnRecorder
 
 __all__ = ["Run", "add_policy_arguments", "open_run", "positive"]
@@ -107,6 +107,17 @@ class Run:
     token: str | None  # $OPENENV_AUTH_TOKEN, sent as the bearer token
     identity: dict[str, Any] = field(default_factory=dict)
 
+    def batch(self, args: argparse.Namespace) -> Batch:
+        """How its episodes run: ``--concurrency`` at once, ``--success-threshold``, on this server."""
+        from openenv_mcp.rollout.runner import Batch
+
+        return Batch(
+            concurrency=args.concurrency,
+            success_threshold=args.success_threshold,
+            token=self.token,
+            server=self.server,
+        )
+
 
 async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
     """The policy ``--policy`` names (checked before any server is reached) and the server ``args.server``: a URL,
@@ -136,6 +147,7 @@ async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: As
     """The policy ``--policy`` names; ``None`` for ``scripted``, which needs the server's name."""
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.rollout.chat import OpenAIPolicy
+    from openenv_mcp.rollout.endpoint import ChatModel, Sampling
     from openenv_mcp.rollout.policies import load_policy
 
     if args.capture_tokens and args.policy != "openai":
@@ -147,18 +159,17 @@ async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: As
         secret = settings.openai_api_key
         api_key = args.api_key or (secret.get_secret_value() if secret is not None else None)
         openai = OpenAIPolicy(
-            base_url=base_url,
-            model=args.model,
-            api_key=api_key,
+            ChatModel(base_url=base_url, model=args.model, api_key=api_key, timeout=args.timeout),
+            sampling=Sampling(
+                temperature=args.temperature,
+                max_tokens=args.max_tokens,
+                tool_choice=args.tool_choice,
+                capture_tokens=args.capture_tokens,
+            ),
             max_turns=args.max_turns,
-            temperature=args.temperature,
-            timeout=args.timeout,
-            max_tokens=args.max_tokens,
-            tool_choice=args.tool_choice,
             tool_parser=args.tool_parser,
             reminders=args.reminders,
             sink=await _turn_store(args, settings, stack),
-            capture_tokens=args.capture_tokens,
         )
         return await stack.enter_async_context(openai)
     if args.policy == "scripted":

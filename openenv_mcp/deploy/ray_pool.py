@@ -34,7 +34,7 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from openenv_mcp.client import AsyncEnvClient, EnvClient
 from openenv_mcp.deploy.pool import AsyncEnvPool, EnvPool, ReplicaStats, ReplicaUnavailable
 from openenv_mcp.deploy.providers.base import STOP_GRACE, ProviderError
-from openenv_mcp.deploy.ray_replica import Placement, ServerReplica
+from openenv_mcp.deploy.ray_replica import Placement, Replica, ServerReplica
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.settings import Mode
 
@@ -62,24 +62,10 @@ class _Slot:
 class _Actors:
     """The replica actors of one pool: started, asked where they serve, replaced, ended. Thread-safe."""
 
-    def __init__(
-        self,
-        server: str,
-        count: int,
-        *,
-        mode: Mode,
-        environment: Mapping[str, str],
-        token: str | None,
-        options: Mapping[str, Any],
-        startup_timeout: float,
-        log_level: str,
-    ) -> None:
-        self.server = server
-        self.startup_timeout = startup_timeout
-        self._args = {
-            "mode": mode, "environment": dict(environment), "token": token,
-            "startup_timeout": startup_timeout, "log_level": log_level,
-        }  # fmt: skip
+    def __init__(self, replica: Replica, count: int, *, options: Mapping[str, Any]) -> None:
+        self.replica = replica
+        self.server = replica.server
+        self.startup_timeout = replica.startup_timeout
         self._options = {**DEFAULT_OPTIONS, **options}
         self._class = ray.remote(ServerReplica)
         self._lock = threading.Lock()
@@ -87,7 +73,7 @@ class _Actors:
         self.slots = [self._start() for _ in range(count)]
 
     def _start(self) -> _Slot:
-        handle: Any = self._class.options(**self._options).remote(self.server, **self._args)  # methods: .remote()
+        handle: Any = self._class.options(**self._options).remote(self.replica)  # methods: .remote()
         return _Slot(handle, asked=handle.placement.remote())
 
     def urls(self) -> list[str]:
@@ -223,10 +209,15 @@ class _RayPoolMixin:
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             ray.init(address=address)
-        self._actors = _Actors(
-            server, replicas, mode=mode, environment=environment or {}, token=token, options=options or {},
-            startup_timeout=startup_timeout, log_level=log_level,
-        )  # fmt: skip
+        replica = Replica(
+            server=server,
+            mode=mode,
+            environment=dict(environment or {}),
+            token=token,
+            startup_timeout=startup_timeout,
+            log_level=log_level,
+        )
+        self._actors = _Actors(replica, replicas, options=options or {})
 
     def _urls(self) -> list[str]:
         urls = self._actors.refresh()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ray
 
 from openenv_mcp.deploy.providers.thread import ThreadServer
 from openenv_mcp.settings import Mode
 
-__all__ = ["Placement", "ServerReplica"]
+__all__ = ["Placement", "Replica", "ServerReplica"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +30,12 @@ class Placement:
     pid: int
 
 
-class ServerReplica:
-    """The body of a replica actor (``ray.remote(ServerReplica)``): starts the server, says where, stops it.
+@dataclass(frozen=True, kw_only=True)
+class Replica:
+    """What each replica actor serves, and how.
 
-    Args:
-        name: The server, as ``openenv-mcp list`` shows it.
+    Attributes:
+        server: The server, as ``openenv-mcp list`` shows it.
         mode: sim or prod.
         environment: Variables set in the actor's process before the server reads its settings (prod
             connection URLs, ``OPENENV_*``), as a child process's environment would be; passed as an
@@ -44,25 +45,28 @@ class ServerReplica:
         log_level: The server's log level (its log is the actor's, in Ray's worker logs).
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        mode: Mode,
-        environment: Mapping[str, str],
-        token: str | None,
-        startup_timeout: float,
-        log_level: str,
-    ) -> None:
-        os.environ.update(environment)  # this process is the server's own: the composition root of its settings
-        settings = {"auth_token": token} if token is not None else {}
+    server: str
+    mode: Mode = "sim"
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False)  # secrets, often
+    token: str | None = field(default=None, repr=False)
+    startup_timeout: float = 120.0
+    log_level: str = "warning"
+
+
+class ServerReplica:
+    """The body of a replica actor (``ray.remote(ServerReplica)``): starts the server ``replica`` describes, says
+    where, stops it."""
+
+    def __init__(self, replica: Replica) -> None:
+        os.environ.update(replica.environment)  # this process is the server's own: the composition root of its settings
+        settings = {"auth_token": replica.token} if replica.token is not None else {}
         self._server = ThreadServer(
-            name,
-            mode=mode,
+            replica.server,
+            mode=replica.mode,
             host=ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # untyped in Ray 2.60
             settings=settings,
-            startup_timeout=startup_timeout,
-            log_level=log_level,
+            startup_timeout=replica.startup_timeout,
+            log_level=replica.log_level,
         )
         url = self._server.start()
         context = ray.get_runtime_context()

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic_settings import BaseSettings
 
+from openenv_mcp.environment.backend import Backend
 from openenv_mcp.environment.declarations import Declarations
 from openenv_mcp.environment.tasks import Grade, Task, TaskSet
 from openenv_mcp.environment.tools import BoundCall, Toolbox
@@ -16,7 +17,7 @@ from openenv_mcp.models import Observation
 
 __all__ = ["Environment", "ProdService", "Upstream", "Variable"]
 
-BackendT = TypeVar("BackendT")
+BackendT = TypeVar("BackendT", bound=Backend)
 TaskT = TypeVar("TaskT", bound=Task)
 
 
@@ -142,8 +143,10 @@ class Environment(Generic[BackendT, TaskT]):
     solve: Callable[[TaskT], Sequence[tuple[str, dict[str, Any]]]] | None = None
     max_steps: int = 20
     version: str = "0.1.0"
-    sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None  # takes what sim_backend made
-    opening: Callable[[Any], Observation | None] | None = None  # takes what sim_backend made
+    # these two take what sim_backend made, typed as its own class (a SqliteBackend, not the SqlBackend protocol):
+    # a parameter typed BackendT would refuse them, and a third type parameter would burden every annotation
+    sim_fork: Callable[[Any], Awaitable[BackendT]] | None = None
+    opening: Callable[[Any], Observation | None] | None = None
     prod_sessions: bool = False
     requires: Callable[[], list[str]] | None = None
     declares: Declarations = dataclasses.field(default_factory=Declarations)

@@ -17,11 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.client.discovery import ServerInfo
 from openenv_mcp.environment.tasks import by_difficulty
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.evaluation.metrics import TaskScore, mean_over_tasks, score_tasks
-from openenv_mcp.rollout.runner import EpisodeResult, Policy, Reset, run_plan
+from openenv_mcp.rollout.runner import Batch, EpisodeResult, Policy, Reset, run_plan
 
 __all__ = ["Evaluation", "Trial", "TrialLog", "evaluate"]
 
@@ -254,15 +253,14 @@ async def evaluate(
     k: int,
     log: TrialLog,
     seed: int = 0,
-    concurrency: int = 1,
-    server: ServerInfo | None = None,
-    threshold: float = 1.0,
+    batch: Batch | None = None,
     on_trial: Callable[[Trial], None] | None = None,
-    token: str | None = None,
     difficulties: Mapping[str, str | None] | None = None,
 ) -> Evaluation:
     """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all
-    (per difficulty tier too, from ``difficulties``: task id to tier)."""
+    (per difficulty tier too, from ``difficulties``: task id to tier); ``batch`` says how many at once, the
+    reward that counts as a success, the server's token and what it offers."""
+    batch = batch or Batch()
     done = log.finished()
     plan = [Reset(seed + i, task_id) for task_id in task_ids for i in range(k) if (task_id, i) not in done]
 
@@ -291,16 +289,7 @@ async def evaluate(
             on_trial(trial)
 
     if plan:
-        await run_plan(
-            url,
-            policy,
-            plan,
-            concurrency=concurrency,
-            server=server,
-            success_threshold=threshold,
-            on_result=record,
-            token=token,
-        )
+        await run_plan(url, policy, plan, batch=batch, on_result=record)
     wanted = set(task_ids)
     trials = [t for t in log.trials.values() if t.task_id in wanted and t.index < k]
-    return Evaluation(log.run, trials, threshold, dict(difficulties or {}))
+    return Evaluation(log.run, trials, batch.success_threshold, dict(difficulties or {}))

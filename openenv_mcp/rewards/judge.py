@@ -18,6 +18,7 @@ a silent 0. Its endpoint comes from the environment's settings, whose class mixe
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import hashlib
 import json
@@ -121,7 +122,11 @@ class LLMJudge(Component):
             raise TypeError(f"LLMJudge {name!r}: scale must be (low, high) with low < high, got {scale}")
         self.prompt, self.inputs, self.scale = prompt, inputs, scale
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.config: JudgeSettings | None = None
+        self._start(None)
+
+    def _start(self, config: JudgeSettings | None) -> None:
+        """Its endpoint's settings, and no verdicts yet: an empty cache and no request in flight."""
+        self.config = config
         self._cache: OrderedDict[str, Verdict] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Verdict]] = {}
         # verdicts by how they were got: answered (asked the model), cached, joined (shared a request in flight),
@@ -140,19 +145,8 @@ class LLMJudge(Component):
         for field in ("judge_base_url", "judge_model"):
             if not getattr(settings, field):
                 raise ConfigError(f"The LLM judge {self.name!r} needs {prefix}{field.upper()}; set it and restart")
-        bound = LLMJudge(
-            self.name,
-            prompt=self.prompt,
-            inputs=self.inputs,
-            scale=self.scale,
-            weight=self.weight,
-            gate=self.gate,
-            threshold=self.threshold,
-            terminal=self.terminal,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-        )
-        bound.config = settings
+        bound = copy.copy(self)  # the same declaration (prompt, scale, weight...), with verdicts of its own
+        bound._start(settings)
         return bound
 
     @property

@@ -1,16 +1,18 @@
 """Rollouts: run many episodes concurrently against a server with a policy (``openenv-mcp rollout``).
 
-from openenv_mcp.rollout import run_rollouts, scripted_policy
+from openenv_mcp.rollout import Batch, run_rollouts, scripted_policy
 
-summary = await run_rollouts(url, scripted_policy(environment.examples), episodes=100, concurrency=16)
+summary = await run_rollouts(url, scripted_policy(environment.examples), episodes=100, batch=Batch(concurrency=16))
 print(summary.render())
 """
 
 from openenv_mcp.client.discovery import ServerInfo, ServerProcess, discover
 from openenv_mcp.rollout.chat import OpenAIPolicy
+from openenv_mcp.rollout.endpoint import ChatModel, Sampling
 from openenv_mcp.rollout.policies import load_policy, scripted_policy
 from openenv_mcp.rollout.runner import (
     END_REASONS,
+    Batch,
     EpisodeResult,
     ModelSide,
     Policy,
@@ -22,12 +24,15 @@ from openenv_mcp.rollout.runner import (
 
 __all__ = [
     "END_REASONS",
+    "Batch",
+    "ChatModel",
     "EpisodeResult",
     "ModelSide",
     "OpenAIPolicy",
     "Policy",
     "PolicyError",
     "RolloutEpisode",
+    "Sampling",
     "ServerInfo",
     "ServerProcess",
     "Summary",

@@ -27,7 +27,7 @@ from typing import Any, Self
 import httpx
 
 from openenv_mcp.errors import EpisodeFinished, OpenEnvError, ToolError
-from openenv_mcp.rollout.endpoint import ChatEndpoint, Completion, ContextFull
+from openenv_mcp.rollout.endpoint import ChatEndpoint, ChatModel, Completion, ContextFull, Sampling
 from openenv_mcp.rollout.parsers import PARSERS, check_arguments, parse_text
 from openenv_mcp.rollout.runner import PolicyError, RolloutEpisode
 from openenv_mcp.trajectories.chat import ChatMessage, tool_result_message
@@ -82,68 +82,48 @@ class OpenAIPolicy:
     """Any OpenAI-compatible chat endpoint with tool calling, as a policy (``async with`` it, or ``aclose``).
 
     Args:
-        base_url: The endpoint up to ``/v1`` (``POST {base_url}/chat/completions``).
-        model: The model name sent with each request.
-        api_key: Sent as ``Authorization: Bearer ...`` when given.
+        model: Which model answers, and where (:class:`~openenv_mcp.rollout.endpoint.ChatModel`).
+        sampling: How each reply is asked for: temperature, token limit, ``tool_choice``, and whether token ids
+            and log-probabilities come back (:class:`~openenv_mcp.rollout.endpoint.Sampling`; an answer without
+            them then fails the episode, and the turns carry them).
         max_turns: Model calls per episode at most (default: the episode's step limit).
-        temperature: Sent when given.
-        timeout: Seconds to wait for each answer.
-        max_tokens: The most tokens a reply may have (the server's default when ``None``).
-        tool_choice: ``auto``, or ``required`` (the server constrains every reply to a call).
         tool_parser: How calls written as text are read: one of :data:`~openenv_mcp.rollout.parsers.PARSERS`.
         reminders: Replies without a call answered with a reminder to call a tool, per episode; the next one
             ends the episode (``text_only``).
         sink: Where each episode's turns go when it ends (a :class:`~openenv_mcp.trajectories.turns.TurnRecorder`,
             say).
-        capture_tokens: Ask the endpoint for token ids and log-probabilities; an answer without them fails the
-            episode (the turns carry them).
     """
 
     def __init__(
         self,
+        model: ChatModel,
         *,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
+        sampling: Sampling | None = None,
         max_turns: int | None = None,
-        temperature: float | None = None,
-        timeout: float = 300.0,
-        max_tokens: int | None = None,
-        tool_choice: str = "auto",
         tool_parser: str = "auto",
         reminders: int = 1,
         sink: TurnSink | None = None,
-        capture_tokens: bool = False,
     ) -> None:
         if tool_parser not in PARSERS:
             raise ValueError(f"No tool parser {tool_parser!r}; parsers: {', '.join(PARSERS)}")
-        self.endpoint = ChatEndpoint(
-            base_url=base_url,
-            model=model,
-            api_key=api_key,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            tool_choice=tool_choice,
-            capture_tokens=capture_tokens,
-        )
-        self.model = model
+        self.endpoint = ChatEndpoint(model, sampling)
+        self.model = model.model
+        self.sampling = self.endpoint.sampling
         self.max_turns = max_turns
-        self.temperature = temperature
         self.tool_parser = tool_parser
         self.reminders = reminders
         self.sink = sink
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs of this policy comparable: the model, where it is served, how it is asked."""
-        endpoint = self.endpoint
+        sampling = self.sampling
         return {
             "model": self.model,
-            "base_url": endpoint.base_url,
-            "temperature": endpoint.temperature,
-            "max_tokens": endpoint.max_tokens,
+            "base_url": self.endpoint.base_url,
+            "temperature": sampling.temperature,
+            "max_tokens": sampling.max_tokens,
             "max_turns": self.max_turns,
-            "tool_choice": endpoint.tool_choice,
+            "tool_choice": sampling.tool_choice,
             "tool_parser": self.tool_parser,
             "reminders": self.reminders,
         }

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -34,7 +34,7 @@ from openenv_mcp.rollout.capture import CAPTURE_OPTIONS, answered_prompt_ids, an
 from openenv_mcp.rollout.runner import PolicyError
 from openenv_mcp.trajectories.chat import ChatMessage
 
-__all__ = ["TOOL_CHOICES", "ChatEndpoint", "Completion", "ContextFull", "context_full"]
+__all__ = ["TOOL_CHOICES", "ChatEndpoint", "ChatModel", "Completion", "ContextFull", "Sampling", "context_full"]
 
 TOOL_CHOICES = ("auto", "required")
 """The ``tool_choice`` values a policy may send (``required``: the server constrains the reply to a call)."""
@@ -75,44 +75,55 @@ class Completion:
     logprobs: list[float] | None = None
 
 
-class ChatEndpoint:
-    """An OpenAI-compatible chat endpoint (``aclose`` it).
+@dataclass(frozen=True, kw_only=True)
+class ChatModel:
+    """Which model answers, and where: an OpenAI-compatible chat endpoint.
 
-    Args:
+    Attributes:
         base_url: Up to ``/v1`` (requests go to ``{base_url}/chat/completions``).
         model: The model name sent with each request.
         api_key: Sent as ``Authorization: Bearer ...`` when given.
         timeout: Seconds to wait for an answer.
-        max_tokens: The most tokens a reply may have (``max_tokens``; the server's default when ``None``).
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """How each reply is asked for.
+
+    Attributes:
         temperature: Sent when given.
-        tool_choice: ``auto`` or ``required``.
+        max_tokens: The most tokens a reply may have (``max_tokens``; the server's default when ``None``).
+        tool_choice: ``auto``, or ``required`` (the server constrains every reply to a call).
         capture_tokens: Ask for token ids and log-probabilities, and fail an answer without them.
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 300.0,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        tool_choice: str = "auto",
-        capture_tokens: bool = False,
-    ) -> None:
-        if tool_choice not in TOOL_CHOICES:
-            raise ConfigError(f"tool_choice {tool_choice!r} is not one of {', '.join(TOOL_CHOICES)}")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.timeout = timeout
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.tool_choice = tool_choice
-        self.capture_tokens = capture_tokens
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: str = "auto"
+    capture_tokens: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice {self.tool_choice!r} is not one of {', '.join(TOOL_CHOICES)}")
+
+
+class ChatEndpoint:
+    """An OpenAI-compatible chat endpoint (``aclose`` it), asked for replies as ``sampling`` says."""
+
+    def __init__(self, model: ChatModel, sampling: Sampling | None = None) -> None:
+        self.base_url = model.base_url.rstrip("/")
+        self.model = model.model
+        self.timeout = model.timeout
+        self.sampling = sampling or Sampling()
         self._tokenizes: bool | None = None  # whether the server gives prompt ids by /apply-template + /tokenize
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout), headers=headers)
+        headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(model.timeout), headers=headers)
 
     @property
     def url(self) -> str:
@@ -123,12 +134,12 @@ class ChatEndpoint:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
-            body["tool_choice"] = self.tool_choice
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if self.capture_tokens:
+            body["tool_choice"] = self.sampling.tool_choice
+        if self.sampling.max_tokens is not None:
+            body["max_tokens"] = self.sampling.max_tokens
+        if self.sampling.temperature is not None:
+            body["temperature"] = self.sampling.temperature
+        if self.sampling.capture_tokens:
             body.update(CAPTURE_OPTIONS)
         return body
 
@@ -154,7 +165,7 @@ class ChatEndpoint:
             raise PolicyError(f"The chat endpoint {self.url} answered without choices[0].message") from None
         model = str(payload.get("model") or self.model)
         finish = choice.get("finish_reason")
-        if not self.capture_tokens:
+        if not self.sampling.capture_tokens:
             return Completion(message, finish, model, seconds)
         completion_ids, logprobs = answered_tokens(payload, endpoint=self.url)
         prompt_ids = answered_prompt_ids(payload) or await self._tokenized_prompt(body)
@@ -224,7 +235,7 @@ class ChatEndpoint:
                 f"episode): {exc.message}. docs/local-models.md says what each server needs"
             ) from None
         found = f"model endpoint {self.url} answered in {completion.seconds:.1f} s (model {completion.model!r})"
-        if self.capture_tokens:
+        if self.sampling.capture_tokens:
             where = "its /apply-template and /tokenize" if self._tokenizes else "the answer"
             found += f"; token ids and log-probabilities from the answer, prompt ids from {where}"
         return found

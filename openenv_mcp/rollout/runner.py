@@ -35,6 +35,7 @@ from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
     "END_REASONS",
+    "Batch",
     "EpisodeResult",
     "ModelSide",
     "Policy",
@@ -291,40 +292,44 @@ class Reset:
     task_id: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Batch:
+    """How a batch of episodes runs on one server.
+
+    Attributes:
+        concurrency: Episodes at once.
+        success_threshold: The reward that counts an episode as a success.
+        token: The server's bearer token (``OPENENV_AUTH_TOKEN``), if it has one.
+        server: What the server offers; found over MCP when not given.
+    """
+
+    concurrency: int = 1
+    success_threshold: float = 1.0
+    token: str | None = field(default=None, repr=False)
+    server: ServerInfo | None = None
+
+
 async def run_rollouts(
     url: str,
     policy: Policy,
     *,
     episodes: int,
-    concurrency: int = 1,
-    split: str | None = None,
     seed: int = 0,
-    server: ServerInfo | None = None,
-    success_threshold: float = 1.0,
+    split: str | None = None,
+    batch: Batch | None = None,
     on_result: Callable[[EpisodeResult], None] | None = None,
-    token: str | None = None,
 ) -> Summary:
-    """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``concurrency`` at a time.
+    """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``batch.concurrency`` at a time.
 
     Args:
         url: The server's base URL.
         policy: Drives one episode (see the module docstring).
-        server: What the server offers; found over MCP when not given.
+        split: The split tasks are drawn from (the server's default when not given).
+        batch: How many at once, what counts as a success, the server's token and what it offers.
         on_result: Called as each episode ends (a progress bar, say).
-        token: The server's bearer token (``OPENENV_AUTH_TOKEN``), if it has one.
     """
     plan = [Reset(seed + index) for index in range(episodes)]
-    return await run_plan(
-        url,
-        policy,
-        plan,
-        concurrency=concurrency,
-        split=split,
-        server=server,
-        success_threshold=success_threshold,
-        on_result=on_result,
-        token=token,
-    )
+    return await run_plan(url, policy, plan, split=split, batch=batch, on_result=on_result)
 
 
 async def run_plan(
@@ -332,19 +337,18 @@ async def run_plan(
     policy: Policy,
     plan: Sequence[Reset],
     *,
-    concurrency: int = 1,
     split: str | None = None,
-    server: ServerInfo | None = None,
-    success_threshold: float = 1.0,
+    batch: Batch | None = None,
     on_result: Callable[[EpisodeResult], None] | None = None,
-    token: str | None = None,
 ) -> Summary:
-    """Run one episode per :class:`Reset` of ``plan``, ``concurrency`` at a time (see :func:`run_rollouts`)."""
+    """Run one episode per :class:`Reset` of ``plan``, ``batch.concurrency`` at a time (see :func:`run_rollouts`)."""
     from openenv_mcp.client.discovery import discover
 
+    batch = batch or Batch()
+    concurrency = batch.concurrency
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncEnvClient(url, token=token, transport=httpx.AsyncHTTPTransport(limits=limits))
-    info = server or await discover(url, token=token)
+    client = AsyncEnvClient(url, token=batch.token, transport=httpx.AsyncHTTPTransport(limits=limits))
+    info = batch.server or await discover(url, token=batch.token)
     results: list[EpisodeResult] = []
     limiter = anyio.Semaphore(concurrency)
 
@@ -364,7 +368,7 @@ async def run_plan(
         client.episode_id = None  # each episode was closed by its own task
         await client.aclose()
     results.sort(key=lambda r: (r.seed, r.task_id))
-    return Summary(results, time.perf_counter() - started, success_threshold)
+    return Summary(results, time.perf_counter() - started, batch.success_threshold)
 
 
 async def _episode(

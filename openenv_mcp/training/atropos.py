@@ -55,7 +55,7 @@ from openenv_mcp.client.lifecycle import close_all, close_surely, opened_reset
 from openenv_mcp.environment.tasks import stratified_sample
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult, TaskInfo
-from openenv_mcp.rollout import OpenAIPolicy, RolloutEpisode, ServerInfo, discover
+from openenv_mcp.rollout import ChatModel, OpenAIPolicy, RolloutEpisode, Sampling, ServerInfo, discover
 from openenv_mcp.rollout.endpoint import Completion
 from openenv_mcp.training.groups import ashared_prefix_group
 from openenv_mcp.trajectories.chat import ChatMessage
@@ -125,14 +125,13 @@ _transcript: ContextVar[_Transcript] = ContextVar("openenv_mcp_atropos_transcrip
 class _ServerManagerPolicy(OpenAIPolicy):
     """The rollout runner's tool-calling loop, its completions asked of Atropos' server manager."""
 
-    def __init__(self, server: Any, *, split: str, temperature: float, max_tokens: int, max_turns: int | None) -> None:
+    def __init__(self, server: Any, *, split: str, sampling: Sampling, max_turns: int | None) -> None:
         # a reply without a call ends the episode (text_only) at once: a group's episodes stay as sampled
         super().__init__(
-            base_url="atropos-server-manager", model="", max_turns=max_turns, temperature=temperature, reminders=0
+            ChatModel(base_url="atropos-server-manager", model=""), sampling=sampling, max_turns=max_turns, reminders=0
         )
         self._server = server
         self._split = split
-        self._max_tokens = max_tokens
 
     async def complete(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Completion:
         with contextlib.suppress(LookupError):  # outside an episode of ours nobody keeps the transcript
@@ -143,8 +142,8 @@ class _ServerManagerPolicy(OpenAIPolicy):
             tools=tools,
             tool_choice="auto",
             n=1,
-            temperature=self.temperature,
-            max_tokens=self._max_tokens,
+            temperature=self.sampling.temperature,
+            max_tokens=self.sampling.max_tokens,
             split=self._split,
         )
         choice = completion.choices[0]
@@ -201,8 +200,7 @@ class OpenEnvMCPEnv(BaseEnv):  # type: ignore[misc, unused-ignore]
         return _ServerManagerPolicy(
             self.server,
             split=split,
-            temperature=temperature,
-            max_tokens=config.max_token_length,
+            sampling=Sampling(temperature=temperature, max_tokens=config.max_token_length),
             max_turns=config.max_turns,
         )
 

@@ -18,7 +18,7 @@ import shutil
 import stat
 from typing import TYPE_CHECKING, Protocol
 
-from openenv_mcp import BackendUnavailable, ConfigError
+from openenv_mcp import Backend, BackendUnavailable, ConfigError
 from openenv_mcp.servers.coding.accounts import Account
 from openenv_mcp.servers.coding.judge import TestSuite, judge
 from openenv_mcp.servers.coding.models import RunResult, SandboxInfo, SubmitResult
@@ -33,11 +33,9 @@ __all__ = ["CodingBackend", "ProdBackend", "SimBackend"]
 SOLUTION = "solution.py"
 
 
-class CodingBackend(Protocol):
+class CodingBackend(Backend, Protocol):
     """What the coding tools need: run a program, judge a solution, describe the sandbox."""
 
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
     async def run(self, code: str, *, stdin: str, timeout_s: float) -> RunResult: ...
     async def submit(self, code: str) -> SubmitResult: ...
     def describe(self) -> SandboxInfo: ...

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
+from openenv_mcp import Backend, BackendUnavailable, ConfigError, ToolFailed
 from openenv_mcp.servers.desktop.authority import Authority
 from openenv_mcp.servers.desktop.channel import ChannelClosed, EditorChannel
 from openenv_mcp.servers.desktop.display import VirtualDisplay, limit_memory, stop_process
@@ -67,15 +67,13 @@ class HasScenario(Protocol):
     def scenario(self, seed: int) -> Scenario: ...
 
 
-class DesktopBackend(Protocol):
+class DesktopBackend(Backend, Protocol):
     """What the desktop tools and grading need."""
 
     screen: Screen
     scenario: Scenario | None
     progress: float
 
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
     async def documents(self) -> dict[str, str]: ...
     async def title(self) -> str: ...
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from openenv_mcp import ToolFailed
+from openenv_mcp import Backend, ToolFailed
 from openenv_mcp.servers.email.drafts import Draft
 from openenv_mcp.servers.email.models import Folder, Message, MessageList, SentMessage
 
@@ -41,7 +41,7 @@ class Query:
     limit: int = 20
 
 
-class MailBackend(Protocol):
+class MailBackend(Backend, Protocol):
     """A mailbox: folders to list and search, messages to read, and a way to send."""
 
     @property
@@ -49,8 +49,6 @@ class MailBackend(Protocol):
         """The owner's bare address (the From of sent mail; never a reply's recipient)."""
         ...
 
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
     async def folders(self) -> list[Folder]: ...
     async def find(self, query: Query) -> MessageList: ...
     async def fetch(self, message_id: str, *, mark_read: bool) -> Message: ...

@@ -15,9 +15,7 @@ from typing import Any
 from openenv_mcp import Environment
 from openenv_mcp.servers.scienceworld.settings import ScienceWorldSettings
 from openenv_mcp.servers.scienceworld.tasks import grade, load_tasks, solve
-from openenv_mcp.servers.worker.backend import WorldBackend
-from openenv_mcp.servers.worker.tasks import WorldTask
-from openenv_mcp.servers.worker.world import world_environment, world_tasks
+from openenv_mcp.worlds import World, WorldBackend, WorldTask, world_tasks
 
 __all__ = ["environment"]
 
@@ -35,20 +33,28 @@ def _init_params(task: WorldTask, seed: int, settings: ScienceWorldSettings) -> 
     return {**task.params, "simplifications": settings.simplifications}
 
 
-environment: Environment[WorldBackend, WorldTask] = world_environment(
+_world = World(
     name="scienceworld",
+    config=ScienceWorldSettings.config,
+    init_params=_init_params,
+    show_valid_actions=lambda settings: settings.valid_actions,
+)
+
+environment: Environment[WorldBackend, WorldTask] = Environment(
+    name=_world.name,
     description=(
         "ScienceWorld: do an elementary science experiment (boil, melt, grow a plant, build a circuit, test "
         "conductivity...) in a simulated house by typing commands such as 'open door to kitchen' or 'focus on "
         "water'; the task is given first, then the room you are in."
     ),
     settings=ScienceWorldSettings,
-    config=lambda settings: settings.config(),
     tasks=world_tasks("scienceworld", load_tasks, _missing),
+    tools=_world.tools,
+    sim_backend=_world.sim_backend,
+    opening=_world.opening,
+    prod_sessions=True,  # prod: a world of its own per MCP session, no reward (docs/worlds.md)
     grade=grade,
     solve=solve,
-    init_params=_init_params,
-    show_valid_actions=lambda settings: settings.valid_actions,
     sim_summary="a ScienceWorld simulator (its own JVM) per episode, in a worker process from a warm pool",
     max_steps=1_000,
     requires=_missing,

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from openenv_mcp.servers.worker.settings import WorkerConfig
+from openenv_mcp.worlds import WorkerConfig
 
 __all__ = ["JAVA_OPTIONS", "ScienceWorldSettings"]
 

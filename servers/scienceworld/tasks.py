@@ -20,8 +20,7 @@ from typing import Any
 from openenv_mcp import BackendUnavailable, Grade, Observation, TaskSet
 from openenv_mcp.environment.tools import BoundCall
 from openenv_mcp.servers.scienceworld.settings import JAVA_OPTIONS, WORKER
-from openenv_mcp.servers.worker.backend import WorldBackend
-from openenv_mcp.servers.worker.tasks import WorldTask
+from openenv_mcp.worlds import WorldBackend, WorldTask
 
 __all__ = ["grade", "load_tasks", "solve", "task_types"]
 

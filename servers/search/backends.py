@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from openenv_mcp import BackendUnavailable, ConfigError, ToolFailed
+from openenv_mcp import Backend, BackendUnavailable, ConfigError, ToolFailed
 from openenv_mcp.backends.postgres import database_error, open_engine, sqlstate, unavailable
 from openenv_mcp.servers.search.corpus import Record, corpus
 from openenv_mcp.servers.search.models import CollectionInfo, Document, Hit
@@ -45,11 +45,9 @@ ELLIPSIS = "…"
 TITLE_WEIGHT = 4.0  # a word in the title counts this many times a word in the text (BM25, sim)
 
 
-class SearchBackend(Protocol):
+class SearchBackend(Backend, Protocol):
     """What the search tools need from a search engine."""
 
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
     async def search(
         self, query: ParsedQuery, *, k: int, category: str | None, date_from: dt.date | None, date_to: dt.date | None
     ) -> list[Hit]: ...

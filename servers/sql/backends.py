@@ -19,6 +19,7 @@ from typing import Protocol, TypeVar
 
 import anyio.to_thread
 
+from openenv_mcp.environment.backend import Backend
 from openenv_mcp.errors import ToolFailed
 from openenv_mcp.servers.sql.column_names import postgres_column_name
 from openenv_mcp.servers.sql.models import Column, ForeignKey, QueryResult, TableSchema
@@ -31,11 +32,9 @@ __all__ = ["SqlBackend", "SqliteBackend", "fixture_database", "fixture_sql", "op
 T = TypeVar("T")
 
 
-class SqlBackend(Protocol):
+class SqlBackend(Backend, Protocol):
     """What the SQL tools need from a database."""
 
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
     async def tables(self) -> list[str]: ...
     async def describe(self, table: str) -> TableSchema: ...
     async def query(self, sql: str, *, limit: int | None = None) -> QueryResult: ...

@@ -13,9 +13,7 @@ import importlib.util
 from openenv_mcp import Environment
 from openenv_mcp.servers.textworld.settings import TextWorldSettings
 from openenv_mcp.servers.textworld.tasks import grade, init_params, load_tasks, prepare, solve
-from openenv_mcp.servers.worker.backend import WorldBackend
-from openenv_mcp.servers.worker.tasks import WorldTask
-from openenv_mcp.servers.worker.world import world_environment, world_tasks
+from openenv_mcp.worlds import World, WorldBackend, WorldTask, world_tasks
 
 __all__ = ["environment"]
 
@@ -26,20 +24,28 @@ def _missing() -> list[str]:
     return []
 
 
-environment: Environment[WorldBackend, WorldTask] = world_environment(
+_world = World(
     name="textworld",
+    config=TextWorldSettings.config,
+    init_params=init_params,
+    prepare=prepare,
+    show_valid_actions=lambda settings: settings.valid_actions,
+)
+
+environment: Environment[WorldBackend, WorldTask] = Environment(
+    name=_world.name,
     description=(
         "TextWorld: a text adventure; read where you are and what the game asks, then act with commands such as "
         "'go north', 'open door', 'take key from box' until the quest is done."
     ),
     settings=TextWorldSettings,
-    config=lambda settings: settings.config(),
     tasks=world_tasks("textworld", load_tasks, _missing),
+    tools=_world.tools,
+    sim_backend=_world.sim_backend,
+    opening=_world.opening,
+    prod_sessions=True,  # prod: a world of its own per MCP session, no reward (docs/worlds.md)
     grade=grade,
     solve=solve,
-    init_params=init_params,
-    prepare=prepare,
-    show_valid_actions=lambda settings: settings.valid_actions,
     sim_summary="a TextWorld game (made by tw-make on first use, kept) per episode, in a worker process",
     max_steps=100,
     requires=_missing,

@@ -9,7 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from openenv_mcp.environment.cache import cache_dir
-from openenv_mcp.servers.worker.settings import WorkerConfig
+from openenv_mcp.worlds import WorkerConfig
 
 __all__ = ["TextWorldSettings"]
 

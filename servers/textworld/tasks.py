@@ -13,9 +13,8 @@ from openenv_mcp import Grade, Observation, TaskSet
 from openenv_mcp.environment.tools import BoundCall
 from openenv_mcp.servers.textworld.games import LEVELS, Level, ensure_game, ensure_game_now, folder, walkthrough
 from openenv_mcp.servers.textworld.settings import TextWorldSettings
-from openenv_mcp.servers.worker.backend import WorldBackend
-from openenv_mcp.servers.worker.tasks import WorldTask
 from openenv_mcp.settings import load_settings
+from openenv_mcp.worlds import WorldBackend, WorldTask
 
 __all__ = ["grade", "load_tasks", "prepare", "solve"]
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from openenv_mcp import Environment
-from openenv_mcp.servers.worker.backend import WorldBackend
 from openenv_mcp.servers.worker.settings import WorkerSettings
-from openenv_mcp.servers.worker.tasks import WorldTask, grade, load_tasks, solve
-from openenv_mcp.servers.worker.world import world_environment
+from openenv_mcp.servers.worker.tasks import grade, load_tasks, solve
+from openenv_mcp.worlds import World, WorldBackend, WorldTask
 
 __all__ = ["environment"]
 
@@ -24,18 +23,22 @@ def _init_params(task: WorldTask, seed: int, settings: WorkerSettings) -> dict[s
     return dict(task.params)
 
 
-environment: Environment[WorldBackend, WorldTask] = world_environment(
-    name="worker",
+_world = World(name="worker", config=WorkerSettings.config, init_params=_init_params)
+
+environment: Environment[WorldBackend, WorldTask] = Environment(
+    name=_world.name,
     description=(
         "A world behind a reset/step worker (DockerGym's JSON-lines protocol): read the observation, then act with "
         "one text command at a time until the task is done."
     ),
     settings=WorkerSettings,
-    config=lambda settings: settings.config(world="worker"),
     tasks=load_tasks,
+    tools=_world.tools,
+    sim_backend=_world.sim_backend,
+    opening=_world.opening,
+    prod_sessions=True,  # prod: a world of its own per MCP session, no reward (docs/worlds.md)
     grade=grade,
     solve=solve,
-    init_params=_init_params,
     sim_summary="a worker process per episode (WORKER_COMMAND), or a container of WORKER_IMAGE, from a warm pool",
     max_steps=100,
 )

@@ -1,32 +1,20 @@
-"""A world's tasks (which world to ``init``, with what) and the generic worker's: read from ``WORKER_TASKS``."""
+"""The worker server's tasks, read from ``WORKER_TASKS``, and its grade: the worker's own reward and done flag."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from openenv_mcp import ConfigError, Grade, Observation, Task, TaskSet
+from openenv_mcp import ConfigError, Grade, Observation, TaskSet
 from openenv_mcp.environment.tools import BoundCall
-from openenv_mcp.servers.worker.backend import WorldBackend
 from openenv_mcp.servers.worker.settings import WorkerSettings
 from openenv_mcp.settings import load_settings
+from openenv_mcp.worlds import WorldBackend, WorldTask
 
-__all__ = ["WorldTask", "grade", "load_tasks", "read_tasks", "solve"]
-
-
-@dataclass(frozen=True, slots=True)
-class WorldTask(Task):
-    """A task of a world: the ``env_id`` and ``params`` its worker's ``init`` gets, and a reference solution
-    (actions that solve it), when there is one."""
-
-    env_id: str = ""
-    params: Mapping[str, Any] = field(default_factory=dict)
-    solution: tuple[str, ...] = ()
+__all__ = ["grade", "load_tasks", "read_tasks", "solve"]
 
 
 class _Entry(BaseModel):

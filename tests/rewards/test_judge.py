@@ -352,3 +352,14 @@ def test_a_judge_without_an_endpoint_stops_the_server_from_starting(monkeypatch:
     with pytest.raises(ConfigError, match="needs QUIZ_JUDGE_BASE_URL"):
         build_runtime(QUIZ, Settings(mode="sim"))
     build_runtime(QUIZ, Settings(mode="prod"))  # prod grades nothing: no judge needed
+
+
+def test_a_bound_judge_keeps_the_declaration_and_counts_its_own_verdicts() -> None:
+    declared = LLMJudge("tone", prompt="Judge: {observation}", scale=(1, 5), weight=0.3, gate=True, max_tokens=50)
+    settings = QuizSettings(judge_base_url="http://127.0.0.1:1/v1", judge_model="judge")
+    bound = declared.bind(settings)
+    assert bound is not declared and bound.config is settings and declared.config is None
+    kept = ("name", "prompt", "scale", "weight", "gate", "threshold", "terminal", "temperature", "max_tokens")
+    assert [getattr(bound, field) for field in kept] == [getattr(declared, field) for field in kept]
+    bound.verdicts["answered"] += 1
+    assert declared.verdicts["answered"] == 0 and bound.verdicts is not declared.verdicts

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.errors import ConfigError
-from openenv_mcp.rollout import OpenAIPolicy, run_rollouts
+from openenv_mcp.rollout import ChatModel, OpenAIPolicy, Sampling, run_rollouts
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import Turn, TurnRecorder, iter_records
 from tests.support import LiveServer, live_server, serve_app
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.anyio
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 SEED = 4  # any task: the local model always ends by submitting the gold query
 PROMPT = TASKS.pick(task_id=None, split=None, seed=SEED).prompt
+CAPTURE = Sampling(capture_tokens=True)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ async def test_every_format_a_local_model_writes_is_played_and_every_episode_say
     base_url, model = local
     for style, (reward, steps, reason, side) in EXPECTED.items():
         kept = Kept()
-        async with OpenAIPolicy(base_url=base_url, model=style, sink=kept) as policy:
+        async with OpenAIPolicy(ChatModel(base_url=base_url, model=style), sink=kept) as policy:
             [result] = (await run_rollouts(sim_server.url, policy, episodes=1, seed=SEED)).results
         found = (result.model.turns, result.model.text_replies, result.model.parsed_calls, result.model.refused_calls)
         assert (result.reward, result.steps, result.end_reason, found, result.error) == (
@@ -112,7 +113,7 @@ async def test_a_slow_model_fails_its_episode_naming_the_endpoint_and_the_limit(
     sim_server: LiveServer, local: tuple[str, LocalModel]
 ) -> None:
     base_url, _ = local
-    async with OpenAIPolicy(base_url=base_url, model="slow", timeout=0.5) as policy:
+    async with OpenAIPolicy(ChatModel(base_url=base_url, model="slow", timeout=0.5)) as policy:
         [result] = (await run_rollouts(sim_server.url, policy, episodes=1, seed=SEED)).results
     assert result.end_reason == "model_error" and result.error == (
         f"PolicyError: The chat endpoint {base_url}/chat/completions did not answer within 0.5 s (--timeout); "
@@ -125,7 +126,7 @@ async def test_token_capture_reads_llama_cpp_and_sglang_exactly(sim_server: Live
     model = LocalModel(tokens=shape)
     kept = Kept()
     with serve_app(model.app) as url:
-        async with OpenAIPolicy(base_url=f"{url}/v1", model="hermes", sink=kept, capture_tokens=True) as policy:
+        async with OpenAIPolicy(ChatModel(base_url=f"{url}/v1", model="hermes"), sampling=CAPTURE, sink=kept) as policy:
             found = await policy.check([])
             summary = await run_rollouts(sim_server.url, policy, episodes=1, seed=SEED)
     where = "its /apply-template and /tokenize" if shape == "llama" else "the answer"
@@ -142,7 +143,7 @@ async def test_token_capture_reads_llama_cpp_and_sglang_exactly(sim_server: Live
 async def test_a_server_that_reports_no_token_ids_is_refused_at_the_pre_flight(sim_server: LiveServer) -> None:
     model = LocalModel(tokens=None)
     with serve_app(model.app) as url:
-        async with OpenAIPolicy(base_url=f"{url}/v1", model="hermes", capture_tokens=True) as policy:
+        async with OpenAIPolicy(ChatModel(base_url=f"{url}/v1", model="hermes"), sampling=CAPTURE) as policy:
             with pytest.raises(ConfigError, match="No completion token ids in the answer's choice"):
                 await policy.check([])
     assert len(model.requests) == 1
@@ -197,7 +198,7 @@ async def test_the_export_is_the_conversation_the_model_had_and_keeps_episodes_w
     with live_server(environment, record=True, mode="sim", trajectories=store) as server:
         async with TurnRecorder(store) as recorder:
             for style in ("echo", "prose"):
-                async with OpenAIPolicy(base_url=base_url, model=style, sink=recorder) as policy:
+                async with OpenAIPolicy(ChatModel(base_url=base_url, model=style), sink=recorder) as policy:
                     await run_rollouts(server.url, policy, episodes=1, seed=SEED)
     echo, prose = iter_records(store)
     roles = [m["role"] for m in echo["messages"]]

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.rollout import (
+    Batch,
+    ChatModel,
     EpisodeResult,
     OpenAIPolicy,
     RolloutEpisode,
@@ -68,9 +70,9 @@ async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards
 ) -> None:
     base_url, scripted = model
     seeds = [s for s in range(40) if TASKS.pick(task_id=None, split=None, seed=s).id != FAILING]
-    async with OpenAIPolicy(base_url=base_url, model="scripted", api_key="sk-test") as policy:
+    async with OpenAIPolicy(ChatModel(base_url=base_url, model="scripted", api_key="sk-test")) as policy:
         one = await run_rollouts(sql_server.url, policy, episodes=1, seed=seeds[0])
-        concurrent = await run_rollouts(sql_server.url, policy, episodes=12, concurrency=4, seed=100)
+        concurrent = await run_rollouts(sql_server.url, policy, episodes=12, seed=100, batch=Batch(concurrency=4))
     [result] = one.results
     assert (result.reward, result.steps, result.done, result.error) == (expected_reward(seeds[0]), 2, True, None)
     failing = {r.seed for r in concurrent.results if r.task_id == FAILING}
@@ -96,7 +98,9 @@ async def test_the_openai_policy_runs_concurrent_episodes_with_the_right_rewards
 
 async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
     with live_server(buggy, mode="sim") as server:
-        summary = await run_rollouts(server.url, scripted_policy(buggy.examples), episodes=6, concurrency=3)
+        summary = await run_rollouts(
+            server.url, scripted_policy(buggy.examples), episodes=6, batch=Batch(concurrency=3)
+        )
     assert [r.seed for r in summary.errors] == [2]
     crashed = "EnvironmentCrashed: Tool 'poke' crashed inside the server (RuntimeError: the backend of seed 2 is"
     assert (summary.errors[0].error or "").startswith(crashed)
@@ -115,7 +119,9 @@ async def test_a_run_stopped_mid_way_leaves_no_episode_open() -> None:
 
     with live_server(environment, mode="sim") as server:
         for wait in (0.0, 0.005, 0.02, 0.3):  # while resets are in flight, during steps, all playing
-            run = asyncio.ensure_future(run_rollouts(server.url, stalls, episodes=6, concurrency=3, seed=1))
+            run = asyncio.ensure_future(
+                run_rollouts(server.url, stalls, episodes=6, seed=1, batch=Batch(concurrency=3))
+            )
             await asyncio.sleep(wait)
             run.cancel()
             with pytest.raises(asyncio.CancelledError):

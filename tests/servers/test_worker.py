@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from openenv_mcp.authoring.determinism import audit_determinism
 from openenv_mcp.authoring.tasksets import check_task_set
 from openenv_mcp.servers.worker import environment
-from openenv_mcp.servers.worker.pool import WorkerPool
+from openenv_mcp.worlds import WorkerPool
 from tests.support import LiveServer, live_server, wait_for
 from tests.support.containers import Engine, running_engine
 from tests.support.worlds import COUNTER_WORKER, UNRULY_WORKER, act, command, view, write_tasks
@@ -180,7 +180,7 @@ def _gone(pid: int) -> bool:
 def test_a_failing_worker_fails_its_episode_with_a_503_and_others_go_on(
     unruly: LiveServer, caplog: pytest.LogCaptureFixture, action: str, why: str
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="openenv_mcp.servers.worker")
+    caplog.set_level(logging.WARNING, logger="openenv_mcp.worlds")
     with httpx.Client(base_url=unruly.url, timeout=30) as http:
         victim = http.post("/reset", json={}).json()["episode_id"]
         bystander = http.post("/reset", json={}).json()["episode_id"]

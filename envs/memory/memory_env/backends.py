@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Protocol
 
-from openenv_mcp import ConfigError, Toolbox, ToolFailed
+from openenv_mcp import Backend, ConfigError, Toolbox, ToolFailed
 from openenv_mcp.backends.upstream import UpstreamServer
 
 __all__ = ["INSTALL_HINT", "Memory", "SimMemory", "UpstreamMemory", "open_prod", "open_sim"]
@@ -25,10 +25,8 @@ INSTALL_HINT = (
 )
 
 
-class Memory(Protocol):
+class Memory(Backend, Protocol):
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
-    async def ping(self) -> None: ...
-    async def aclose(self) -> None: ...
 
 
 def _same_relation(a: dict[str, Any], b: dict[str, Any]) -> bool:

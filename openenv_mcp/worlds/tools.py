@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from openenv_mcp import Toolbox
-from openenv_mcp.servers.worker.backend import WorldBackend, WorldView
+from openenv_mcp.environment.tools import Toolbox
+from openenv_mcp.worlds.backend import WorldBackend, WorldView
 
 __all__ = ["world_tools"]
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
-from openenv_mcp import BackendUnavailable, ToolFailed
-from openenv_mcp.servers.worker.pool import WorkerPool
-from openenv_mcp.servers.worker.process import Worker
-from openenv_mcp.servers.worker.protocol import VALID_ACTION_KEYS, Refused, Reply, init_message, step_message
-from openenv_mcp.servers.worker.settings import WorkerConfig
+from openenv_mcp.errors import BackendUnavailable, ToolFailed
+from openenv_mcp.worlds.config import WorkerConfig
+from openenv_mcp.worlds.pool import WorkerPool
+from openenv_mcp.worlds.process import Worker
+from openenv_mcp.worlds.protocol import VALID_ACTION_KEYS, Refused, Reply, init_message, step_message
 
 __all__ = ["WorldBackend", "WorldView"]
 

@@ -15,10 +15,10 @@ import contextlib
 import logging
 from typing import Any, ClassVar
 
-from openenv_mcp import BackendUnavailable
-from openenv_mcp.servers.worker.process import Worker
-from openenv_mcp.servers.worker.protocol import Refused, init_message
-from openenv_mcp.servers.worker.settings import WorkerConfig
+from openenv_mcp.errors import BackendUnavailable
+from openenv_mcp.worlds.config import WorkerConfig
+from openenv_mcp.worlds.process import Worker
+from openenv_mcp.worlds.protocol import Refused, init_message
 
 __all__ = ["WorkerPool"]
 

@@ -15,9 +15,9 @@ import secrets
 import signal
 from collections import deque
 
-from openenv_mcp import BackendUnavailable
-from openenv_mcp.servers.worker.protocol import Garbage, Reply, parse_reply
-from openenv_mcp.servers.worker.settings import WorkerConfig
+from openenv_mcp.errors import BackendUnavailable
+from openenv_mcp.worlds.config import WorkerConfig
+from openenv_mcp.worlds.protocol import Garbage, Reply, parse_reply
 
 __all__ = ["Worker"]
 
