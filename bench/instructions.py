@@ -127,7 +127,8 @@ def _ours(recording: bool) -> Any:
     else:
         os.environ["OPENENV_TRAJECTORIES"] = "off"
     from bench.trivial import environment
-    from openenv_mcp.doors.http import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app
+    from openenv_mcp.runtime import build_runtime
     from openenv_mcp.settings import Settings, load_settings
     from openenv_mcp.trajectories import record_trajectories
 

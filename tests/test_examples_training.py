@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from openenv_mcp import Settings
-from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.rollout import EpisodeResult, Summary
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
 from tests.support import LiveServer, live_server, serve_app
@@ -78,11 +78,10 @@ def test_the_documented_record_is_what_export_writes(tmp_path: Path) -> None:
     async def record() -> None:
         runtime = build_runtime(environment, Settings(mode="sim", trajectories=url))
         record_trajectories(runtime)
-        await runtime.start()
-        episode = (await runtime.reset(task_id="sql-001", seed=1)).episode_id
-        await runtime.call("list_tables", {}, episode)
-        await runtime.call("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"}, episode)
-        await runtime.stop()
+        async with runtime.run():
+            episode = (await runtime.reset(task_id="sql-001", seed=1)).episode_id
+            await runtime.call("list_tables", {}, episode)
+            await runtime.call("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"}, episode)
 
     anyio.run(record)
     [written] = iter_records(url)

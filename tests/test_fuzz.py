@@ -28,8 +28,9 @@ from schemathesis import GenerationMode
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.environment.spec import Environment
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.settings import Settings

@@ -187,7 +187,7 @@ def test_only_the_command_line_parses_arguments() -> None:
 
 
 def test_the_one_path_is_on_the_runtimes_first_screen() -> None:
-    # Runtime.call and _advance come right after start and stop; forks, snapshots and the rest live beside it
+    # Runtime.call and play_step come right after run (its _start and _stop); forks, snapshots and the rest beside it
     source = (PACKAGE / "runtime" / "runtime.py").read_text()
     assert len(source.splitlines()) <= 450
     methods = [
@@ -197,7 +197,8 @@ def test_the_one_path_is_on_the_runtimes_first_screen() -> None:
         for node in node.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
-    assert methods.index("call") == methods.index("stop") + 2 and methods[methods.index("call") + 1] == "_advance"
+    assert methods.index("call") == methods.index("_stop") + 2 and methods[methods.index("call") + 1] == "play_step"
+    assert methods.index("_stop") == methods.index("run") + 2
 
 
 # Environments declare, the toolkit consumes (STYLE.md 19): what an environment needs from parity, mining, containers

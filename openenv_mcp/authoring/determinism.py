@@ -79,7 +79,8 @@ def audit_determinism(
         raise ConfigError("The determinism audit needs hypothesis: pip install 'openenv-mcp[audit]'") from None
     from anyio.from_thread import start_blocking_portal
 
-    from openenv_mcp.doors.http import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app
+    from openenv_mcp.runtime import build_runtime
 
     pool = list(actions if actions is not None else environment.examples)
     if not pool:

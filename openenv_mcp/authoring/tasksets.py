@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Task, by_difficulty, stratified_sample
 from openenv_mcp.errors import ConfigError, OpenEnvError
-from openenv_mcp.settings import Settings, load_settings
+from openenv_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from openenv_mcp.runtime import Runtime
@@ -166,10 +166,10 @@ async def play_references(
     """
     if environment.solve is None:
         raise ConfigError(f"{environment.name} has no reference solutions (Environment.solve) to play")
-    from openenv_mcp.runtime import Runtime  # the runtime loads only when something is played
+    from openenv_mcp.runtime import build_runtime  # the runtime loads only when something is played
 
     settings = Settings(mode="sim", trajectories="off", curriculum=False, max_episodes=max(concurrency, 1) + 1)
-    runtime = Runtime(environment, settings, load_settings(environment.settings))
+    runtime = build_runtime(environment, settings)
     solve = environment.solve
     gate = asyncio.Semaphore(concurrency)
 
@@ -200,11 +200,8 @@ async def play_references(
             on_played(task, failure)
         return failure
 
-    await runtime.start()
-    try:
+    async with runtime.run():
         results = await asyncio.gather(*(gated(task) for task in tasks))
-    finally:
-        await runtime.stop()
     return [line for line in results if line is not None]
 
 

@@ -33,7 +33,8 @@ def serving(env: Environment[Any, Any], *, mode: str = "sim", timeout: float = 3
     """
     import uvicorn
 
-    from openenv_mcp.doors.http import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app
+    from openenv_mcp.runtime import build_runtime
 
     runtime = build_runtime(env, Settings(mode=mode, port=0, **settings))  # type: ignore[arg-type]
     server = uvicorn.Server(uvicorn.Config(build_app(runtime), host="127.0.0.1", port=0, log_level="warning"))

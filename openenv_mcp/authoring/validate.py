@@ -278,7 +278,8 @@ def _check_registry(report: Report, env: Environment[Any, Any], registry: Path |
 
 
 async def _check_in_process(report: Report, env: Environment[Any, Any]) -> None:
-    from openenv_mcp.doors.http import build_app, build_runtime
+    from openenv_mcp.doors.http import build_app
+    from openenv_mcp.runtime import build_runtime
 
     runtime = build_runtime(env, Settings(mode="sim", max_episodes=32))
     app = build_app(runtime)

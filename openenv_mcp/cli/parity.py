@@ -66,10 +66,10 @@ def _sources(tokens: list[str] | None) -> dict[str, str | None]:
 
 
 def _parity(args: argparse.Namespace) -> int:
-    from openenv_mcp.doors.http import build_runtime
     from openenv_mcp.environment.catalog import load_environment
     from openenv_mcp.parity import comparable, from_random, from_tasks, from_trajectories, measure
     from openenv_mcp.parity.staging import prod_writes
+    from openenv_mcp.runtime import build_runtime
     from openenv_mcp.settings import Settings, load_settings
 
     sources = _sources(args.sources)

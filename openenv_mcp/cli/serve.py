@@ -58,12 +58,9 @@ def _serve_stdio(runtime: Runtime) -> int:
     from openenv_mcp.runtime import Collector
 
     async def run() -> None:
-        await runtime.start()
-        Collector.settle()
-        try:
+        async with runtime.run():
+            Collector.settle()
             await McpDoor(runtime).serve_stdio()
-        finally:
-            await runtime.stop()
 
     anyio.run(run)
     return 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -33,12 +32,11 @@ from openenv_mcp.doors.openenv import OpenEnvMcpShim, OpenEnvSessions
 from openenv_mcp.doors.ors import ORS_ERRORS, ors_router
 from openenv_mcp.doors.web.pages import web_router
 from openenv_mcp.doors.websocket import websocket_door
-from openenv_mcp.environment.spec import Environment
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import ErrorBody
-from openenv_mcp.runtime import Runtime
-from openenv_mcp.settings import Settings, load_settings
+from openenv_mcp.runtime import Runtime, build_runtime
 
+# build_runtime lives in the runtime layer (openenv_mcp.runtime); it is still importable from here, where it was
 __all__ = ["build_app", "build_runtime"]
 
 log = logging.getLogger(__name__)
@@ -59,18 +57,12 @@ _ERRORS: Errors = {  # in the OpenAPI document (see openenv_mcp/doors/openapi.py
 }
 
 
-def build_runtime(env: Environment[Any, Any], settings: Settings) -> Runtime:
-    """Bind an environment to the mode in ``settings``; a missing prod setting raises ConfigError here."""
-    required = env.prod_requires if settings.mode == "prod" else ()
-    return Runtime(env, settings, load_settings(env.settings, required=required))
-
-
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
 def build_app(runtime: Runtime) -> FastAPI:
-    """The ASGI app serving ``runtime`` (its lifespan starts and stops the runtime).
+    """The ASGI app serving ``runtime`` (its lifespan runs the runtime: :meth:`Runtime.run`).
 
     A malformed ``OPENENV_ALLOWED_*`` entry or bearer token raises :class:`ConfigError` here.
     """
@@ -85,12 +77,8 @@ def build_app(runtime: Runtime) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         mcp.preload()  # the SDK loads in a thread while the runtime starts (the trajectory writer's start is a wait)
-        await runtime.start()
-        try:
-            async with mcp.serving():
-                yield
-        finally:
-            await runtime.stop()
+        async with runtime.run(), mcp.serving():
+            yield
 
     env = runtime.env
     app = FastAPI(

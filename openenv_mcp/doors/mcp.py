@@ -3,14 +3,14 @@
 It serves the runtime's tool table through the SDK's low-level server, so the tool list and
 every call go through the same table, validation and dispatch as the HTTP control plane.
 
-In sim mode a call binds to an episode by the rule in :mod:`openenv_mcp.doors.mcp_sessions`: an explicit id
-(the ``X-Episode-Id`` HTTP header, or ``_meta["openenv-mcp/episode_id"]`` in the request; ``default`` for the
-shared default episode), else the episode of its stateful session (opened by the session's first call or its
-``prompts/get``, closed when the session ends), else the shared default episode
-(:data:`~openenv_mcp.runtime.DEFAULT_EPISODE`). The result's ``_meta`` carries ``openenv-mcp/episode_id`` and
-``openenv-mcp/step_count``; the reward, the done flag and the reward's parts (``openenv-mcp/reward``,
-``openenv-mcp/done``, ``openenv-mcp/scores``, ``openenv-mcp/reasons``) go there too only with
-``OPENENV_MCP_REWARD_META=true``: some agent frameworks show the model the whole result, so by default they reach
+In sim mode a call binds to an episode by the rule in :mod:`openenv_mcp.runtime.sessions` (the runtime's one
+binding of sessions to episodes, which every door uses): an explicit id (the ``X-Episode-Id`` HTTP header, or
+``_meta["openenv-mcp/episode_id"]`` in the request; ``default`` for the shared default episode), else the episode
+of its stateful session (opened by the session's first call or its ``prompts/get``, closed when the session ends),
+else the shared default episode (:data:`~openenv_mcp.runtime.DEFAULT_EPISODE`). The result's ``_meta`` carries
+``openenv-mcp/episode_id`` and ``openenv-mcp/step_count``; the reward, the done flag and the reward's parts
+(``openenv-mcp/reward``, ``openenv-mcp/done``, ``openenv-mcp/scores``, ``openenv-mcp/reasons``) go there too only
+with ``OPENENV_MCP_REWARD_META=true``: some agent frameworks show the model the whole result, so by default they reach
 the trainer's channel only (``GET /state``, trajectories).
 
 In sim mode every task is also an MCP prompt (``prompts/list``, :data:`PROMPTS_PAGE` a page, split and difficulty
@@ -34,11 +34,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.routing import BaseRoute
 
-from openenv_mcp.doors.mcp_sessions import SessionEpisodes
 from openenv_mcp.environment.tasks import Task
 from openenv_mcp.errors import OpenEnvError, ToolNotFound
 from openenv_mcp.models import ImageBlock, Observation, TextBlock
-from openenv_mcp.runtime import DEFAULT_EPISODE, Runtime
+from openenv_mcp.runtime import Runtime, SessionKey
 
 __all__ = ["EPISODE_HEADER", "META_PREFIX", "McpDoor"]
 
@@ -47,6 +46,7 @@ PROMPTS_PAGE = 500  # prompts per prompts/list page; nextCursor leads to the nex
 META_PREFIX = "openenv-mcp/"
 _SESSION = f"{META_PREFIX}session"  # the key a connection's state keeps its session under
 _STDIO = "stdio"  # the one client of a stdio server
+_DOOR = "mcp"  # this door's sessions in the runtime's binding: ("mcp", session id)
 
 
 class McpDoor:
@@ -67,7 +67,7 @@ class McpDoor:
             on_get_prompt=self._get_prompt,
         )
         self.session_manager: StreamableHTTPSessionManager | None = None
-        self.sessions = SessionEpisodes(open_episode=self._open_episode, close_episode=self._close_episode)
+        self.sessions = runtime.sessions  # the runtime's binding of sessions to episodes
         self._stdio = False  # serving stdio: one client, one session whatever its protocol era
         self._prompts: list[types.Prompt] | None = None
 
@@ -93,13 +93,15 @@ class McpDoor:
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         if not self.runtime.sim:
             raise MCPError(types.INVALID_PARAMS, "This server runs in prod mode: it has no tasks and lists no prompts")
+        key = self._session_key(ctx)
         try:
-            opened = await self.runtime.reset(task_id=params.name)
+            if key is not None:  # the session moves to the new episode; the one before closes
+                opened = await self.sessions.open(key, task_id=params.name, replace=True)
+                assert opened is not None  # only an exclusive open gives way
+            else:
+                opened = await self.runtime.reset(task_id=params.name)
         except OpenEnvError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
-        key = self._session_key(ctx)
-        if key is not None:
-            await self.sessions.bind(key, opened.episode_id)
         where = "opened for this session" if key is not None else "send its id as X-Episode-Id or in _meta"
         text = "\n".join(block.text for block in opened.observation.content if isinstance(block, TextBlock))
         return types.GetPromptResult(
@@ -108,16 +110,16 @@ class McpDoor:
             _meta={f"{META_PREFIX}episode_id": opened.episode_id, f"{META_PREFIX}task_id": params.name},
         )
 
-    def _session_key(self, ctx: Any) -> str | None:
+    def _session_key(self, ctx: Any) -> SessionKey | None:
         """The stateful session a request belongs to (its episode closes when it ends), or ``None`` if sessionless."""
         connection = getattr(getattr(ctx, "session", None), "_connection", None)  # the SDK's per-client Connection
         if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             key = connection.state.get(_SESSION)
             if key is None:  # the connection's first call: its episodes close when its exit stack unwinds
-                key = connection.state[_SESSION] = connection.session_id or secrets.token_hex(16)
+                key = connection.state[_SESSION] = (_DOOR, str(connection.session_id or secrets.token_hex(16)))
                 connection.exit_stack.push_async_callback(self.sessions.end, key)
-            return str(key)
-        return _STDIO if self._stdio else None
+            return key  # type: ignore[no-any-return]  # the connection's state is untyped
+        return (_DOOR, _STDIO) if self._stdio else None
 
     def _session_id(self, ctx: Any) -> str | None:
         """The MCP session id a prod call came in on, for session recording (``None``: a sessionless request)."""
@@ -125,25 +127,9 @@ class McpDoor:
         session_id = getattr(connection, "session_id", None)
         return str(session_id) if session_id else (_STDIO if self._stdio else None)
 
-    async def _open_episode(self) -> str:
-        return await self.runtime.session_episode()
-
-    async def _close_episode(self, episode_id: str) -> None:
-        if episode_id in self.runtime.episodes:
-            await self.runtime.episodes.close(episode_id)
-
-    async def _episode(self, ctx: Any, params: types.CallToolRequestParams) -> str | None:
-        """The episode a call acts on (``None``: the shared default), by the rule in ``mcp_sessions``; in prod (an
-        environment with prod sessions) the session's own only: no id a client sends reaches an episode there."""
-        explicit = _episode_id(ctx, params) if self.runtime.sim else None
-        if explicit is not None:
-            return None if explicit == DEFAULT_EPISODE else explicit
-        key = self._session_key(ctx)
-        return await self.sessions.episode(key) if key is not None else None
-
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        try:
-            episode_id = await self._episode(ctx, params) if self.runtime.episodic else None
+        try:  # which episode: the binding's rule (runtime/sessions.py), mode check included
+            episode_id = await self.sessions.episode_of_call(self._session_key(ctx), _episode_id(ctx, params))
             session = None if self.runtime.sim else self._session_id(ctx)
             outcome = await self.runtime.call(params.name, params.arguments, episode_id, session=session)
         except ToolNotFound as exc:
@@ -203,7 +189,7 @@ class McpDoor:
             async with stdio_server() as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
         finally:
-            await self.sessions.end(_STDIO)
+            await self.sessions.end((_DOOR, _STDIO))
 
 
 def _prompt(task: Task) -> types.Prompt:

@@ -47,44 +47,46 @@ from openenv_mcp.errors import (
     ToolNotFound,
 )
 from openenv_mcp.models import Observation
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Runtime, SessionKey
 
 __all__ = ["TOO_DEEP", "OpenEnvMcpShim", "OpenEnvSessions", "is_openenv_message", "speaks_mcp"]
 
 log = logging.getLogger(__name__)
 
 _RESET_KEYS = {"task_id", "split", "seed", "episode_id"}
+_DOOR = "openenv"  # OpenEnv's sessions in the runtime's binding: ("openenv", session id)
+_SOCKET = "openenv-ws"  # a socket's own episodes, without a session: ("openenv-ws", a random id)
 
 
 class OpenEnvSessions:
-    """OpenEnv sessions of one server: session id -> the episode it acts on (``None`` in prod)."""
+    """OpenEnv's sessions of one server, kept in the runtime's binding of sessions to episodes as
+    ``("openenv", id)``: in sim a session is its episode and ends with it (closed, or reaped when idle), so nothing
+    is kept for a client that went away; in prod a session has no episode and lives until it is closed."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.episodes: dict[str, str | None] = {}
+        self.sessions = runtime.sessions
 
     async def create(self) -> str:
         session_id = secrets.token_hex(16)
-        episode = (await self.runtime.reset()).episode_id if self.runtime.sim else None
-        self.episodes[session_id] = episode
+        key = (_DOOR, session_id)
+        if self.runtime.sim:
+            await self.sessions.open(key, lasting=False)
+        else:
+            self.sessions.begin(key, lasting=False)
         return session_id
 
     def episode_of(self, session_id: str) -> str | None:
-        if session_id not in self.episodes:
+        session = self.sessions.find((_DOOR, session_id))
+        if session is None:
             raise EpisodeNotFound(
-                f"No OpenEnv session {session_id!r} on this server (closed, or never created): "
-                "call openenv/session/create first"
+                f"No OpenEnv session {session_id!r} on this server (closed, its episode reaped after "
+                f"{self.runtime.settings.idle_timeout:g} s idle, or never created): call openenv/session/create first"
             )
-        return self.episodes[session_id]
+        return session.current
 
     async def close(self, session_id: str) -> None:
-        episode = self.episodes.pop(session_id, None)
-        if episode is not None and episode in self.runtime.episodes:
-            await self.runtime.close_episode(episode)
-
-    async def close_all(self) -> None:
-        for session_id in list(self.episodes):
-            await self.close(session_id)
+        await self.sessions.end((_DOOR, session_id))
 
 
 # the WebSocket messages --------------------------------------------------------------------------------
@@ -96,16 +98,27 @@ def is_openenv_message(message: Any) -> bool:
 
 
 class OpenEnvSocket:
-    """The OpenEnv side of one WebSocket connection: its episode, and the session it may be bound to."""
+    """The OpenEnv side of one WebSocket connection: its episode, and the session it may be bound to.
+
+    Bound to a session (``/ws?session_id=ID``), it acts on the session's episode, which outlives the socket;
+    otherwise the episodes it opens are its own (a session of the binding as ``("openenv-ws", id)``), closed with it.
+    """
 
     def __init__(self, sessions: OpenEnvSessions, session_id: str | None) -> None:
         self.sessions = sessions
         self.runtime = sessions.runtime
-        self.session_id = session_id
-        self.episode_id: str | None = None
-        self.owned: list[str] = []  # episodes this socket opened (closed with it), not a session's
+        self.own = session_id is None
         if session_id is not None:
-            self.episode_id = sessions.episode_of(session_id)
+            sessions.episode_of(session_id)  # an unknown session: refused now
+            self.key: SessionKey = (_DOOR, session_id)
+        else:
+            self.key = (_SOCKET, secrets.token_hex(16))
+
+    @property
+    def episode_id(self) -> str | None:
+        """The episode this socket acts on (``None``: no reset yet)."""
+        session = self.runtime.sessions.find(self.key)
+        return session.current if session is not None else None
 
     async def answer(self, message: dict[str, Any]) -> str:
         try:
@@ -138,13 +151,9 @@ class OpenEnvSocket:
         if unknown:
             raise InvalidToolArguments(f"reset takes task_id, split and seed; unknown: {', '.join(unknown)}")
         seed = data.get("seed")
-        result = await self.runtime.reset(task_id=data.get("task_id"), split=data.get("split"), seed=seed)
-        await self._drop_episode()
-        self.episode_id = result.episode_id
-        if self.session_id is not None:
-            self.sessions.episodes[self.session_id] = result.episode_id
-        else:
-            self.owned.append(result.episode_id)
+        result = await self.runtime.sessions.open(  # the socket's (or its session's) episode before is closed
+            self.key, task_id=data.get("task_id"), split=data.get("split"), seed=seed, lasting=self.own, replace=True
+        )
         return _result(result.observation, 0.0, False, {"episode_id": result.episode_id, **result.info})
 
     async def _step(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -185,19 +194,10 @@ class OpenEnvSocket:
         state: dict[str, Any] = self.runtime.episode(self.episode_id).state().model_dump()
         return state
 
-    async def _drop_episode(self) -> None:
-        if self.episode_id is not None and self.episode_id in self.runtime.episodes:
-            await self.runtime.close_episode(self.episode_id)
-        if self.episode_id in self.owned:
-            self.owned.remove(self.episode_id)
-        self.episode_id = None
-
     async def aclose(self) -> None:
         """Close the episodes this socket opened (a bound session's episode lives until the session closes)."""
-        for episode in self.owned:
-            if episode in self.runtime.episodes:
-                await self.runtime.close_episode(episode)
-        self.owned.clear()
+        if self.own:
+            await self.runtime.sessions.end(self.key)
 
 
 def _tools(runtime: Runtime) -> list[dict[str, Any]]:

@@ -28,8 +28,8 @@ STARTUP_FAILURE = 3  # the exit status of a server whose start-up failed (uvicor
 def served_runtime(name: str, settings: Settings) -> Runtime:
     """The installed environment ``name`` bound to ``settings``, recording its trajectories (sim, unless off) and its
     sessions (prod, when on)."""
-    from openenv_mcp.doors.http import build_runtime
     from openenv_mcp.environment.catalog import load_environment
+    from openenv_mcp.runtime import build_runtime
     from openenv_mcp.trajectories import record_trajectories
     from openenv_mcp.trajectories.sessions import record_sessions
 

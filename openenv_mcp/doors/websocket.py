@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -33,7 +34,7 @@ from openenv_mcp.doors.body_limit import too_large
 from openenv_mcp.doors.openenv import OpenEnvSessions, OpenEnvSocket, is_openenv_message
 from openenv_mcp.errors import OpenEnvError, ResetNeeded
 from openenv_mcp.models import Action, BatchFork, BatchItem, BatchStep, Snapshot
-from openenv_mcp.runtime import ForkVia, Runtime
+from openenv_mcp.runtime import ForkVia, Runtime, SessionKey
 
 __all__ = ["websocket_door"]
 
@@ -98,7 +99,7 @@ def websocket_door(runtime: Runtime, sessions: OpenEnvSessions) -> Callable[[Web
 
     async def endpoint(socket: WebSocket) -> None:
         await socket.accept()
-        opened: list[str] = []
+        key: SessionKey = ("ws", secrets.token_hex(16))  # this connection's episodes, in the runtime's binding
         openenv: list[OpenEnvSocket] = []  # made on the first OpenEnv message
         try:
             while True:
@@ -110,16 +111,14 @@ def websocket_door(runtime: Runtime, sessions: OpenEnvSessions) -> Callable[[Web
                 if len(raw) > limit:  # characters of a text frame: at least its bytes / 4, at most its bytes
                     await socket.send_text(_error(None, 413, "body_too_large", too_large(limit)))
                     continue
-                answer = await _answer(runtime, raw, opened)
+                answer = await _answer(runtime, raw, key)
                 if answer is None:
                     answer = await _openenv_answer(sessions, socket, openenv, raw)
                 await socket.send_text(answer)
         except WebSocketDisconnect:
             pass
         finally:
-            for episode_id in opened:
-                if episode_id in runtime.episodes:
-                    await runtime.close_episode(episode_id)
+            await runtime.sessions.end(key)
             for side in openenv:
                 await side.aclose()
 
@@ -137,7 +136,7 @@ async def _openenv_answer(
     return await openenv[0].answer(json.loads(raw))
 
 
-async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str | None:
+async def _answer(runtime: Runtime, raw: str | bytes, key: SessionKey) -> str | None:
     """Our answer to a message of ours; ``None`` for one of OpenEnv's (a JSON object with a ``type``)."""
     try:
         message = _Message.validate_json(raw)
@@ -150,7 +149,7 @@ async def _answer(runtime: Runtime, raw: str | bytes, opened: list[str]) -> str 
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
         return _error(None, 400, "malformed_request", f"Malformed message: {problems}")
     try:
-        result = await _run(runtime, message, opened)
+        result = await _run(runtime, message, key)
     except OpenEnvError as exc:
         return _error(message.id, exc.status, exc.code, exc.message)
     except Exception as exc:  # a bug of ours: answered, so the connection and its other episodes go on
@@ -176,17 +175,18 @@ def _json(model: BaseModel) -> bytes:
 _ITEMS: TypeAdapter[list[BatchItem]] = TypeAdapter(list[BatchItem])
 
 
-async def _run(runtime: Runtime, message: _Op, opened: list[str]) -> bytes:
+async def _run(runtime: Runtime, message: _Op, key: SessionKey) -> bytes:
+    sessions = runtime.sessions
+
     def current(episode_id: str | None) -> str:
-        chosen = episode_id or (opened[-1] if opened else None)
+        session = sessions.find(key)
+        chosen = episode_id or (session.current if session is not None else None)
         if chosen is None:
             raise ResetNeeded('No episode on this connection: send {"op": "reset"} first, or give episode_id')
         return chosen
 
     if isinstance(message, _Reset):
-        result = await runtime.reset(task_id=message.task_id, split=message.split, seed=message.seed)
-        opened.append(result.episode_id)
-        return _json(result)
+        return _json(await sessions.open(key, task_id=message.task_id, split=message.split, seed=message.seed))
     if isinstance(message, _Step):
         outcome = await runtime.call(message.action.tool, message.action.arguments, current(message.episode_id))
         return _json(outcome.as_step())
@@ -197,7 +197,7 @@ async def _run(runtime: Runtime, message: _Op, opened: list[str]) -> bytes:
             opened_now = await runtime.fork(current(message.episode_id), via=message.via)
         else:
             opened_now = await runtime.restore(message.snapshot)
-        opened.append(opened_now.episode_id)
+        sessions.adopt(key, opened_now.episode_id)
         return _json(opened_now)
     if isinstance(message, _Snapshot):
         return _json(await runtime.snapshot(current(message.episode_id)))
@@ -205,10 +205,7 @@ async def _run(runtime: Runtime, message: _Op, opened: list[str]) -> bytes:
     episode_id = current(message.episode_id)
     if message.op == "state":
         return _json(runtime.episode(episode_id).state())
-    state = (await runtime.close_episode(episode_id)).state()
-    if episode_id in opened:
-        opened.remove(episode_id)
-    return _json(state)
+    return _json((await sessions.close(key, episode_id)).state())
 
 
 def _error(message_id: str | int | None, status: int, code: str, text: str) -> str:

@@ -37,7 +37,7 @@ from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import Observation
 from openenv_mcp.parity.normalisers import normaliser_for
 from openenv_mcp.parity.run import compare
-from openenv_mcp.settings import Settings, load_settings
+from openenv_mcp.settings import Settings
 
 __all__ = ["Mined", "Rejected", "mine", "unmineable", "write_tasks"]
 
@@ -125,22 +125,18 @@ async def _replay(
 ) -> dict[str, str | None]:
     """Each mined task's reason for rejection after its replay in the sim (``None``: it scored 1.0, answering as
     prod did)."""
-    from openenv_mcp.runtime import Runtime
+    from openenv_mcp.runtime import build_runtime
 
     normalise = normaliser_for(environment)
     with tempfile.TemporaryDirectory(prefix="openenv-mined-") as where:
         path = Path(where) / "mined.jsonl"
         write_tasks(path, mined)
         settings = Settings(mode="sim", trajectories="off", curriculum=False, extra_tasks=path)
-        runtime = Runtime(environment, settings, load_settings(environment.settings))
         verdicts: dict[str, str | None] = {}
-        await runtime.start()
-        try:
+        async with build_runtime(environment, settings).run() as runtime:
             for m in mined:
                 assert m.task is not None
                 verdicts[m.task.id] = await _check(runtime, m, recorded[m.task.id], normalise)
-        finally:
-            await runtime.stop()
     return verdicts
 
 

@@ -32,21 +32,14 @@ async def measure(
     """
     normalise = normaliser or normaliser_for(sim.env)
     report = ParityReport(sim.env.name, {name: ToolParity() for name in sim.tools.names}, forgives=normalise.forgives)
-    await sim.start()
-    try:
-        await prod.start()
-        try:
-            for side, runtime in (("sim", sim), ("prod", prod)):
-                problems = {name: why for name, why in (await runtime.readiness()).items() if why != "ok"}
-                if problems:
-                    found = "; ".join(f"{name}: {why}" for name, why in problems.items())
-                    raise BackendUnavailable(f"The {side} backend of {sim.env.name} is not ready ({found})")
-            for script in scripts:
-                await _play(sim, prod, script, seed, normalise, report)
-        finally:
-            await prod.stop()
-    finally:
-        await sim.stop()
+    async with sim.run(), prod.run():
+        for side, runtime in (("sim", sim), ("prod", prod)):
+            problems = {name: why for name, why in (await runtime.readiness()).items() if why != "ok"}
+            if problems:
+                found = "; ".join(f"{name}: {why}" for name, why in problems.items())
+                raise BackendUnavailable(f"The {side} backend of {sim.env.name} is not ready ({found})")
+        for script in scripts:
+            await _play(sim, prod, script, seed, normalise, report)
     return report
 
 

@@ -30,6 +30,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from openenv_mcp.errors import EpisodeError
 from openenv_mcp.models import CurriculumState, TaskProgress
+from openenv_mcp.settings import Settings
 
 __all__ = ["Curriculum"]
 
@@ -98,6 +99,19 @@ class Curriculum:
         # per difficulty tier: outcomes and successes in its tasks' windows (the prior of the tier's new tasks)
         self._tier_outcomes: dict[str, int] = {}
         self._tier_successes: dict[str, int] = {}
+
+    @classmethod
+    def from_settings(cls, tasks: Iterable[_Task], settings: Settings) -> Curriculum:
+        """The curriculum the ``OPENENV_CURRICULUM_*`` settings describe, over ``tasks``."""
+        return cls(
+            tasks,
+            band=settings.curriculum_band,
+            window=settings.curriculum_window,
+            min_attempts=settings.curriculum_min_attempts,
+            success_threshold=settings.curriculum_success,
+            outside_weight=settings.curriculum_outside_weight,
+            seed=settings.curriculum_seed,
+        )
 
     def rate(self, task_id: str) -> float | None:
         """The task's own recent success rate, or ``None`` before ``min_attempts`` outcomes."""

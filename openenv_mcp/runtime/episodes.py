@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from openenv_mcp.backends import Backend
+from openenv_mcp.environment.backend import Backend
 from openenv_mcp.environment.spec import Environment
 from openenv_mcp.environment.tasks import Grade, Task
 from openenv_mcp.errors import CapacityExceeded, EpisodeNotFound

@@ -2,8 +2,8 @@
 
 A fork is a new episode in the state another is in now: by the environment's fast path (``sim_fork``, a copy of
 the backend made under the source's lock) when it declares one, else by replaying the source's actions on a fresh
-backend through the one path (:meth:`Runtime._advance <openenv_mcp.runtime.Runtime>`), each step checked against
-the observation, reward and done flag it gave the first time. A snapshot is the same log as signed data
+backend through the one path (:meth:`Runtime.play_step <openenv_mcp.runtime.Runtime.play_step>`), each step
+checked against the observation, reward and done flag it gave the first time. A snapshot is the same log as signed data
 (``snapshots.py``); restoring one replays it. ``docs/episodes.md`` has the guarantees and figures.
 """
 
@@ -39,11 +39,11 @@ class _Runtime(Protocol):
     observers: list[EpisodeObserver]
     snapshots: SnapshotSigner
 
-    async def _open(
+    async def open_episode(
         self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
     ) -> Episode: ...
 
-    async def _advance(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]: ...
+    async def play_step(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]: ...
 
 
 class Forks:
@@ -115,7 +115,7 @@ class Forks:
         """A new episode of ``task`` under ``seed`` after replaying ``log`` through the one path, checked step by
         step; closed again (and :class:`ReplayDiverged` raised) at the first step that differs."""
         runtime = self.runtime
-        episode = await runtime._open(task, seed, max_steps=max_steps)
+        episode = await runtime.open_episode(task, seed, max_steps=max_steps)
         try:
             async with episode.lock:
                 for index, recorded in enumerate(log, 1):
@@ -127,7 +127,7 @@ class Forks:
                     except ToolError as exc:
                         raise ReplayDiverged(f"Replay failed at {where}: {exc.message}") from None
                     try:
-                        await runtime._advance(episode, bound)
+                        await runtime.play_step(episode, bound)
                     except OpenEnvError:
                         raise
                     except Exception as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -134,8 +135,13 @@ class Metrics:
             )
         self._mcp_sessions.set_function(lambda: float(open_sessions()))
 
-    def count_judges(self, judges: Sequence[LLMJudge]) -> None:
-        """Report the verdicts of ``judges`` (a rubric's LLM judges, bound to this server's settings)."""
+    def count_judges(self, grade: object) -> None:
+        """Report the verdicts of the LLM judges among a rubric's components (``grade``, bound to this server's
+        settings). None when no judge module was ever imported: not paid for."""
+        judge = sys.modules.get("openenv_mcp.rewards.judge")
+        if judge is None:
+            return
+        judges = [c for c in getattr(grade, "components", ()) if isinstance(c, judge.LLMJudge)]
         if judges:
             self.registry.register(_Judges(self._server, judges))
 

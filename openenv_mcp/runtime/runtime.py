@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from openenv_mcp.environment.spec import Environment
@@ -48,20 +48,26 @@ from openenv_mcp.runtime.episodes import Episode, EpisodeTable, Outcome, first_o
 from openenv_mcp.runtime.forks import Forks, ForkVia
 from openenv_mcp.runtime.metrics import Metrics
 from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver, SessionOpenings
+from openenv_mcp.runtime.sessions import DEFAULT_EPISODE, Sessions
 from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
-from openenv_mcp.settings import Settings
+from openenv_mcp.settings import Settings, load_settings
 
-__all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime"]
+__all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime", "build_runtime"]
 
-DEFAULT_EPISODE = "default"
-"""The episode a sim-mode MCP call without ``X-Episode-Id`` acts on (opened on first use)."""
+
+def build_runtime(env: Environment[Any, Any], settings: Settings) -> Runtime:
+    """Bind an environment to the mode in ``settings``, with its own settings read from the process environment;
+    a missing prod setting raises ConfigError here, naming it. Serve it with :meth:`Runtime.run`."""
+    required = env.prod_requires if settings.mode == "prod" else ()
+    return Runtime(env, settings, load_settings(env.settings, required=required))
 
 
 class Runtime:
     """One environment bound to one mode, with its episodes (sim) or its shared backend (prod).
 
     An environment with ``prod_sessions`` (a world) keeps episodes in prod too: one per MCP session, with no
-    control plane and no reward shown (:meth:`session_episode`).
+    control plane and no reward shown. Build one with :func:`build_runtime`; it serves while :meth:`run` is entered;
+    the doors keep their sessions in :attr:`sessions` (:class:`~openenv_mcp.runtime.sessions.Sessions`).
     """
 
     def __init__(self, env: Environment[Any, Any], settings: Settings, server_settings: Any) -> None:
@@ -84,26 +90,20 @@ class Runtime:
         self.episodes = EpisodeTable(
             capacity=settings.max_episodes, idle_timeout=settings.idle_timeout, on_close=self._closed
         )
+        self.sessions = Sessions(self)
         self.metrics = Metrics(server=env.name, mode=self.mode, open_episodes=lambda: len(self.episodes))
-        self.metrics.count_judges(_judges(self.grade))
+        self.metrics.count_judges(self.grade)
         self._backend: Any = None  # prod: the shared backend; sim: a probe backend for /readyz
         self._default_lock = asyncio.Lock()
         self._defaults_opened = 0
         self._reaper: asyncio.Task[None] | None = None
+        self._running = False
+        self._started: list[EpisodeObserver | CallRecorder] = []  # what _start started, for _stop to stop
         key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
         self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
         self.forks = Forks(self)
-        self.curriculum: Curriculum | None = None
-        if settings.curriculum and self.sim:
-            self.curriculum = Curriculum(
-                self.tasks,
-                band=settings.curriculum_band,
-                window=settings.curriculum_window,
-                min_attempts=settings.curriculum_min_attempts,
-                success_threshold=settings.curriculum_success,
-                outside_weight=settings.curriculum_outside_weight,
-                seed=settings.curriculum_seed,
-            )
+        self.curriculum = Curriculum.from_settings(self.tasks, settings) if settings.curriculum and self.sim else None
+        if self.curriculum is not None:
             self.metrics.registry.register(self.curriculum)
 
     @property
@@ -123,15 +123,35 @@ class Runtime:
         self.call_recorders.append(recorder)
 
     def _closed(self, episode: Episode) -> None:
+        self.sessions.closed(episode.id)
         for observer in self.observers:
             observer.on_close(episode)
 
-    async def start(self) -> None:
-        """Open the prod backend (or, where calls act on episodes, a probe that proves a sim backend can be built)."""
-        for observer in self.observers:
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[Runtime]:
+        """Serve: start the observers and the prod backend (or, where calls act on episodes, a probe that proves a
+        sim backend can be built), yield this runtime, and on the way out (however the body ended) close every
+        episode, the backend and the observers. The one lifecycle: every caller enters this, once at a time
+        (``async with build_runtime(env, settings).run() as runtime: ...``).
+
+        Raises:
+            RuntimeError: The runtime is running already (entered twice at once).
+        """
+        if self._running:
+            raise RuntimeError(f"The {self.env.name} runtime is running already: enter run() once at a time")
+        self._running = True
+        try:
+            await self._start()
+            yield self
+        finally:
+            self._running = False
+            await self._stop()
+
+    async def _start(self) -> None:
+        starting: list[EpisodeObserver | CallRecorder] = [*self.observers, *self.call_recorders]
+        for observer in starting:
             await observer.start()
-        for recorder in self.call_recorders:
-            await recorder.start()
+            self._started.append(observer)
         if self.episodic:
             if self.settings.prod_task is not None and not self.sim:
                 self.tasks.get(self.settings.prod_task)  # an unknown OPENENV_PROD_TASK stops the start, naming it
@@ -145,19 +165,20 @@ class Runtime:
             self._backend = await self.env.prod_backend(self.server_settings)
         Collector.started(self)
 
-    async def stop(self) -> None:
+    async def _stop(self) -> None:
+        """Undo what :meth:`_start` did, also when it failed part way."""
         Collector.stopped(self)
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
         await self.episodes.close_all()
+        self.sessions.clear()
         if self._backend is not None:
             await self._backend.aclose()
             self._backend = None
-        for observer in self.observers:
+        started, self._started = self._started, []
+        for observer in started:
             await observer.stop()
-        for recorder in self.call_recorders:
-            await recorder.stop()
 
     async def readiness(self) -> dict[str, str]:
         """Each backend's ping: ``"ok"`` or why it failed."""
@@ -197,7 +218,7 @@ class Runtime:
                     if episode.done:
                         raise self._finished(episode)
                     try:
-                        observation, grade, truncated, ran = await self._advance(episode, bound)
+                        observation, grade, truncated, ran = await self.play_step(episode, bound)
                     except BackendUnavailable as exc:
                         if episode.pending is None:  # the tool's own backend failed: nothing ran to completion
                             raise
@@ -232,7 +253,7 @@ class Runtime:
         finally:
             self.metrics.observe_call(tool, outcome, time.perf_counter() - started)
 
-    async def _advance(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]:
+    async def play_step(self, episode: Episode, bound: BoundCall) -> tuple[Observation, Grade, bool, float]:
         """Run one validated call on an episode (its lock held) and grade it: the one step, for calls and replays.
 
         A step whose grade fails (a judge or backend error) ran but does not count: the episode keeps it as
@@ -284,18 +305,6 @@ class Runtime:
 
     # episodes ------------------------------------------------------------------------------------
 
-    async def session_episode(self) -> str:
-        """Open the episode an MCP session acts on by itself and return its id: in sim a reset (the default split,
-        a drawn seed, the curriculum's draw when it is on); in prod, for an environment with ``prod_sessions``, the
-        task ``OPENENV_PROD_TASK`` names, else one drawn from the default split."""
-        if self.sim:
-            return (await self.reset()).episode_id
-        if not self.episodic:
-            raise ModeError(f"{self.env.name} serves one shared backend in prod: its MCP sessions have no episodes")
-        seed = secrets.randbelow(2**31)
-        task = self.tasks.pick(task_id=self.settings.prod_task, split=None, seed=seed)
-        return (await self._open(task, seed)).id
-
     def _require_sim(self, what: str) -> None:
         if not self.sim:
             raise ModeError(f"{what} exists in sim mode only; this server runs in prod mode (MODE=prod)")
@@ -321,7 +330,7 @@ class Runtime:
             task = self.tasks.get(self.curriculum.sample(split or self.tasks.default_split).id)
         else:
             task = self.tasks.pick(task_id=task_id, split=split, seed=seed)
-        episode = await self._open(task, seed)
+        episode = await self.open_episode(task, seed)
         self.metrics.resets.inc()
         self.metrics.reset_latency.observe(time.perf_counter() - started)
         observation = first_observation(self.env, episode, self.tools.names)
@@ -336,9 +345,12 @@ class Runtime:
             info={"task_id": task.id, "split": task.split, "seed": seed, "max_steps": episode.max_steps},
         )
 
-    async def _open(
+    async def open_episode(
         self, task: Task, seed: int, episode_id: str | None = None, *, max_steps: int | None = None
     ) -> Episode:
+        """A new episode of ``task`` under ``seed`` on a fresh sim backend, counted against the cap and shown to no
+        observer yet (:meth:`reset` announces its own; a fork or a restore announces its episode once built)."""
+
         async def build() -> Any:
             try:
                 return await self.env.sim_backend(task, seed, self.server_settings)
@@ -367,7 +379,7 @@ class Runtime:
             seed = self._defaults_opened  # 0, 1, 2...: each new default episode moves to the next draw
             self._defaults_opened += 1
             task = self.tasks.pick(task_id=None, split=None, seed=seed)
-            episode = await self._open(task, seed, DEFAULT_EPISODE)
+            episode = await self.open_episode(task, seed, DEFAULT_EPISODE)
             observation = first_observation(self.env, episode, self.tools.names)
             for observer in self.observers:
                 observer.on_reset(episode, observation)
@@ -436,11 +448,3 @@ def _pending(episode: Episode, bound: BoundCall) -> tuple[BoundCall, Observation
             "it (the tool does not run again), or close the episode"
         )
     return pending, observation, ran
-
-
-def _judges(grade: Any) -> list[Any]:
-    """The LLM judges among a rubric's components (none when no judge module was ever imported: not paid for)."""
-    judge = sys.modules.get("openenv_mcp.rewards.judge")
-    if judge is None:
-        return []
-    return [component for component in getattr(grade, "components", ()) if isinstance(component, judge.LLMJudge)]

@@ -20,8 +20,9 @@ from starlette.responses import JSONResponse, Response
 from openenv_mcp import Environment, Grade, ProdService, Task, TaskSet, Toolbox
 from openenv_mcp.authoring.scaffold import scaffold
 from openenv_mcp.authoring.validate import Report, validate_environment, validate_url
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.registry.generator import build_document, dump_document
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.settings import Settings
 from tests.support import serve_app
 

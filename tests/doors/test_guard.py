@@ -35,9 +35,9 @@ from openenv_mcp.client.discovery import discover
 from openenv_mcp.deploy.pool import EnvPool
 from openenv_mcp.doors import guard as security_module
 from openenv_mcp.doors.guard import PAGES, AccessPolicy, Tokens
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.errors import ConfigError, Unauthorized
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import IN_CI, LiveServer, as_role, free_port, live_server, wait_http
 

@@ -20,8 +20,9 @@ import pytest
 from pydantic_settings import BaseSettings
 
 from openenv_mcp import Environment, Grade, Settings, Task, TaskSet, Toolbox
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.doors.ors.streams import CHUNK_SIZE, frame, pieces
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.sql import environment as sql_environment
 from tests.support import LiveServer, live_server, peer_venv
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from openenv_mcp.doors.http import build_runtime
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.settings import Settings
 from openenv_mcp.trajectories import record_trajectories
@@ -61,16 +61,15 @@ def test_recorded_trajectories_are_replayed_on_both_sides(pg_url: str, tmp_path:
     async def record() -> None:
         runtime = build_runtime(environment, Settings(mode="sim", trajectories=f"sqlite:///{store}"))
         record_trajectories(runtime)
-        await runtime.start()
-        opened = await runtime.reset(task_id="sql-001", seed=3)
-        for tool, arguments in [
-            ("describe_table", {"table": "customers"}),
-            ("run_query", {"sql": "SELECT region_id, COUNT(*) AS Customers FROM customers GROUP BY 1 ORDER BY 1"}),
-            ("run_query", {"sql": "SELECT <script>alert(1)</script>"}),  # refused by both, and escaped in the page
-            ("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"}),
-        ]:
-            await runtime.call(tool, arguments, opened.episode_id)
-        await runtime.stop()
+        async with runtime.run():
+            opened = await runtime.reset(task_id="sql-001", seed=3)
+            for tool, arguments in [
+                ("describe_table", {"table": "customers"}),
+                ("run_query", {"sql": "SELECT region_id, COUNT(*) AS Customers FROM customers GROUP BY 1 ORDER BY 1"}),
+                ("run_query", {"sql": "SELECT <script>alert(1)</script>"}),  # refused by both, and escaped in the page
+                ("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"}),
+            ]:
+                await runtime.call(tool, arguments, opened.episode_id)
 
     import anyio
 

@@ -17,9 +17,9 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic_settings import SettingsConfigDict
 
 from openenv_mcp import ConfigError, Environment, Settings, Task, TaskSet, Toolbox
-from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.rewards.judge import JudgeSettings, LLMJudge
 from openenv_mcp.rewards.rubrics import Criterion, Gate, Rubric
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.trajectories import iter_records, record_trajectories
 from tests.support import LiveServer, live_server, serve_app
 
@@ -213,13 +213,10 @@ def test_a_judged_steps_reasons_are_recorded_and_exported(
     assert record_trajectories(runtime) is not None
 
     async def play() -> None:
-        await runtime.start()
-        try:
+        async with runtime.run():  # the writer stores everything queued
             episode = (await runtime.reset(task_id="capital")).episode_id
             await runtime.call("hint", {}, episode)
             assert (await runtime.call("answer", {"text": "Paris"}, episode)).reasons == {"quality": "a fair answer"}
-        finally:
-            await runtime.stop()  # the writer stores everything queued
 
     asyncio.run(play())
     (record,) = iter_records(url)

@@ -12,8 +12,8 @@ import pytest
 from pydantic_settings import BaseSettings
 
 from openenv_mcp import Environment, Settings, Task, TaskSet, Toolbox
-from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.rewards.rubrics import Criterion, Gate, Rubric
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.search import environment as search_environment
 from openenv_mcp.servers.sql import environment as sql_environment
 from openenv_mcp.trajectories import iter_records, record_trajectories
@@ -143,8 +143,7 @@ async def test_scores_reach_metrics_and_trajectories_and_a_replayed_fork_earns_t
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     runtime = build_runtime(COUNTING, Settings(mode="sim", trajectories=url))
     assert record_trajectories(runtime) is not None
-    await runtime.start()
-    try:
+    async with runtime.run():  # the recorder writes everything queued
         episode = (await runtime.reset()).episode_id
         await runtime.call("add", {"n": 4}, episode)
         await runtime.call("peek", {}, episode)
@@ -152,8 +151,6 @@ async def test_scores_reach_metrics_and_trajectories_and_a_replayed_fork_earns_t
         assert fork.info["total_reward"] == 0.32
         await runtime.call("add", {"n": 6}, episode)
         metrics = runtime.metrics.render().decode()
-    finally:
-        await runtime.stop()  # the recorder writes everything queued
     assert 'openenv_reward_component_count{component="reach",server="counting"} 2.0' in metrics  # calls, not replays
     assert 'openenv_reward_component_count{component="exactly_ten",server="counting"} 1.0' in metrics
     assert 'openenv_reward_component_sum{component="reach",server="counting"} 1.4' in metrics
@@ -202,8 +199,7 @@ def test_an_older_trajectory_file_gains_the_scores_column_and_stays_readable(tmp
 
 async def test_sql_reports_exact_rows_and_row_f1_and_pays_as_before() -> None:
     runtime = build_runtime(sql_environment, Settings(mode="sim", trajectories="off"))
-    await runtime.start()
-    try:
+    async with runtime.run():
         solved = await runtime.reset(task_id="sql-001")
         outcome = await runtime.call("submit_answer", {"sql": "SELECT COUNT(*) FROM customers"}, solved.episode_id)
         assert (outcome.reward, outcome.done, outcome.scores) == (1.0, True, {"exact_rows": 1.0, "row_f1": 1.0})
@@ -216,14 +212,11 @@ async def test_sql_reports_exact_rows_and_row_f1_and_pays_as_before() -> None:
         refused = await runtime.reset(task_id="sql-001")
         outcome = await runtime.call("list_tables", {}, refused.episode_id)
         assert (outcome.reward, outcome.scores) == (0.0, None)
-    finally:
-        await runtime.stop()
 
 
 async def test_search_reports_exact_match_and_answer_f1() -> None:
     runtime = build_runtime(search_environment, Settings(mode="sim", trajectories="off"))
-    await runtime.start()
-    try:
+    async with runtime.run():
         task = next(iter(runtime.tasks))
         answer = task.answers[0]  # type: ignore[attr-defined]
         episode = (await runtime.reset(task_id=task.id)).episode_id
@@ -233,8 +226,6 @@ async def test_search_reports_exact_match_and_answer_f1() -> None:
         outcome = await runtime.call("submit_answer", {"answer": f"{answer} perhaps"}, episode)
         assert outcome.scores is not None and outcome.scores["exact_match"] == 0.0
         assert 0.0 < outcome.reward == round(outcome.scores["answer_f1"], 4) < 1.0
-    finally:
-        await runtime.stop()
 
 
 def test_a_rubric_refuses_what_it_cannot_report() -> None:
@@ -255,8 +246,7 @@ async def test_email_reports_its_three_parts_beside_the_reward() -> None:
     from openenv_mcp.servers.email import environment as email_environment
 
     runtime = build_runtime(email_environment, Settings(mode="sim", trajectories="off"))
-    await runtime.start()
-    try:
+    async with runtime.run():
         episode = (await runtime.reset(task_id="email-001")).episode_id
         read = await runtime.call("list_folders", {}, episode)
         assert read.scores is None
@@ -265,8 +255,6 @@ async def test_email_reports_its_three_parts_beside_the_reward() -> None:
             {"to": ["rita.chen@globex.example"], "subject": "Renewal", "body": "Finance approved up to 18,000."},
             episode,
         )
-    finally:
-        await runtime.stop()
     # a new message, not a reply in the thread: right person, right fact, wrong form
     assert sent.scores == {"recipients": 1.0, "form": 0.0, "facts": 1.0, "attempted": 1.0, "extra_messages": 0.0}
     assert (sent.reward, sent.done) == (0.8, True)  # 0.3 * recipients + 0.2 * form + 0.5 * facts
@@ -276,8 +264,7 @@ async def test_memory_reports_goals_and_destroyed() -> None:
     from memory_env import environment as memory_environment
 
     runtime = build_runtime(memory_environment, Settings(mode="sim", trajectories="off"))
-    await runtime.start()
-    try:
+    async with runtime.run():
         task = runtime.tasks.get("forget-0")
         person = next(check["name"] for check in task.goals if check["kind"] == "no_entity")  # type: ignore[attr-defined]
         kept = next(e["name"] for e in task.entities if e["name"] != person)  # type: ignore[attr-defined]
@@ -285,8 +272,6 @@ async def test_memory_reports_goals_and_destroyed() -> None:
         wrong = await runtime.call("delete_entities", {"entityNames": [kept]}, episode)
         assert wrong.scores is not None and wrong.scores["destroyed"] > 0.0  # one of the entities to keep
         assert wrong.reward == round(wrong.scores["goals"] - 0.5 * wrong.scores["destroyed"], 6)
-    finally:
-        await runtime.stop()
 
 
 def test_sql_and_search_totals_equal_the_formulas_they_replace_bit_for_bit() -> None:

@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from openenv_mcp import ConfigError, EnvClient, EpisodeFinished
-from openenv_mcp.doors.http import build_runtime
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.coding import environment
 from openenv_mcp.servers.coding.accounts import UidPool
 from openenv_mcp.servers.coding.backends import ProdBackend

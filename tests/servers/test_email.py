@@ -19,9 +19,8 @@ import httpx
 import pytest
 
 from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings
-from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.doors.mcp import McpDoor
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.servers.email import environment
 from openenv_mcp.servers.email.backends import Query
 from openenv_mcp.servers.email.drafts import Draft, check_address, reply
@@ -504,8 +503,7 @@ def test_mcp_calls_in_sim_carry_reward_and_done(sim: LiveServer) -> None:
 def test_a_sim_reset_is_cheap() -> None:
     async def measure() -> float:
         runtime = Runtime(environment, Settings(mode="sim", max_episodes=10_000), environment.settings())
-        await runtime.start()
-        try:
+        async with runtime.run():
             timings = []
             for seed in range(500):
                 started = time.perf_counter()
@@ -513,8 +511,6 @@ def test_a_sim_reset_is_cheap() -> None:
                 timings.append(time.perf_counter() - started)
                 await runtime.close_episode(result.episode_id)
             return statistics.median(timings)
-        finally:
-            await runtime.stop()
 
     assert anyio.run(measure) < 0.002
 

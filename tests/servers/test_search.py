@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from openenv_mcp import ConfigError, EnvClient, InvalidToolArguments, Settings, ToolFailed
-from openenv_mcp.doors.http import build_runtime
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.search import environment
 from openenv_mcp.servers.search.backends import sim_index
 from openenv_mcp.servers.search.corpus import corpus
@@ -287,15 +287,12 @@ def test_same_seed_gives_same_task_and_observations(search_sim: LiveServer) -> N
 def test_the_index_is_built_once_and_shared_by_every_episode() -> None:
     async def scenario() -> None:
         runtime = build_runtime(environment, Settings(mode="sim"))
-        await runtime.start()
-        try:
+        async with runtime.run():
             ids = [(await runtime.reset(seed=seed)).episode_id for seed in range(20)]
             backends = [runtime.episodes.get(episode_id).backend for episode_id in ids]
             assert all(backend._index is sim_index() for backend in backends)
             await runtime.close_episode(ids[0])
             assert sim_index().fetch("doc-0001").doc_id == "doc-0001"  # closing an episode leaves the index
-        finally:
-            await runtime.stop()
 
     anyio.run(scenario)
     assert sim_index.cache_info().misses == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_mcp.doors.http import build_runtime
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.settings import Settings
 
@@ -32,9 +32,7 @@ async def test_result_columns_are_named_as_postgresql_names_them(pg_url: str, mo
     monkeypatch.setenv("SQL_DATABASE_URL", pg_url)
     sim = build_runtime(environment, Settings(mode="sim", trajectories="off"))
     prod = build_runtime(environment, Settings(mode="prod", trajectories="off"))
-    await sim.start()
-    await prod.start()
-    try:
+    async with sim.run(), prod.run():
         for sql in NAMED:
             query = {"sql": f"{sql} ORDER BY 1 LIMIT 3"}
             mine = (await sim.call("run_query", query, None)).observation
@@ -42,6 +40,3 @@ async def test_result_columns_are_named_as_postgresql_names_them(pg_url: str, mo
             assert not mine.is_error and not theirs.is_error, (mine.text, theirs.text)
             assert mine.structured_content is not None and theirs.structured_content is not None
             assert mine.structured_content["columns"] == theirs.structured_content["columns"], sql
-    finally:
-        await prod.stop()
-        await sim.stop()

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import uvicorn
 
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.environment.spec import Environment
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.settings import Settings
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -11,8 +11,9 @@ from typing import Any
 
 import httpx
 
-from openenv_mcp.doors.http import build_app, build_runtime
+from openenv_mcp.doors.http import build_app
 from openenv_mcp.environment.spec import Environment
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.settings import Settings
 from openenv_mcp.trajectories import record_trajectories
 from tests.support import LiveServer, serve_app

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from openenv_mcp.doors.http import build_runtime
 from openenv_mcp.errors import ConfigError
+from openenv_mcp.runtime import build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.settings import Settings
 from openenv_mcp.trajectories.sessions import record_sessions
@@ -39,11 +39,10 @@ async def test_the_hook_runs_before_anything_is_written_and_the_cap_stops_record
     runtime = build_runtime(environment, settings)
     recorder = record_sessions(runtime)
     assert recorder is not None
-    await runtime.start()
-    await runtime.call("list_tables", {}, None, session="s1")
-    for n in range(8):  # each line is about 340 bytes: two fit under the cap
-        await runtime.call("run_query", {"sql": f"SELECT {n} AS n"}, None, session="s1")
-    await runtime.stop()
+    async with runtime.run():
+        await runtime.call("list_tables", {}, None, session="s1")
+        for n in range(8):  # each line is about 340 bytes: two fit under the cap
+            await runtime.call("run_query", {"sql": f"SELECT {n} AS n"}, None, session="s1")
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     if hook == "broken":  # a failing hook stores nothing rather than the unredacted call
         assert lines == [] and recorder.left_out == 9
@@ -63,9 +62,8 @@ async def test_a_hook_that_edits_the_record_in_place_never_changes_the_callers_a
     hook = "tests.support.redaction:blank_rows_in_place"
     runtime = build_runtime(environment, Settings(mode="prod", record_sessions=path, record_redact=hook))
     record_sessions(runtime)
-    await runtime.start()
-    answer = await runtime.call("run_query", {"sql": "SELECT 7 AS n"}, None, session="s1")
-    await runtime.stop()
+    async with runtime.run():
+        answer = await runtime.call("run_query", {"sql": "SELECT 7 AS n"}, None, session="s1")
     assert answer.observation.structured_content is not None
     assert answer.observation.structured_content["rows"] == [[7]]  # the agent's answer, untouched
     (line,) = path.read_text().splitlines()

@@ -19,8 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from openenv_mcp import ConfigError, EnvClient, Settings
-from openenv_mcp.doors.http import build_runtime
-from openenv_mcp.runtime import Runtime
+from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import (
     EpisodeFilter,
@@ -61,16 +60,15 @@ def rows(url: str, query: str) -> list[dict[str, Any]]:
 @pytest.mark.anyio
 async def test_every_step_and_episode_is_recorded(store_url: str) -> None:
     runtime, _ = sim_runtime(store_url)
-    await runtime.start()
-    first = await runtime.reset(task_id="sql-001", seed=5)
-    await runtime.call("list_tables", {}, first.episode_id)
-    await runtime.call("run_query", {"sql": "DELETE FROM customers"}, first.episode_id)
-    await runtime.call("submit_answer", COUNT_CUSTOMERS, first.episode_id)
-    await runtime.close_episode(first.episode_id)
-    second = await runtime.reset(split="test", seed=2)
-    await runtime.call("describe_table", {"table": "orders"}, second.episode_id)
-    await runtime.call("list_tables", {}, None)  # the default episode, opened without a reset
-    await runtime.stop()
+    async with runtime.run():
+        first = await runtime.reset(task_id="sql-001", seed=5)
+        await runtime.call("list_tables", {}, first.episode_id)
+        await runtime.call("run_query", {"sql": "DELETE FROM customers"}, first.episode_id)
+        await runtime.call("submit_answer", COUNT_CUSTOMERS, first.episode_id)
+        await runtime.close_episode(first.episode_id)
+        second = await runtime.reset(split="test", seed=2)
+        await runtime.call("describe_table", {"table": "orders"}, second.episode_id)
+        await runtime.call("list_tables", {}, None)  # the default episode, opened without a reset
 
     episodes = {e["episode_id"]: e for e in rows(store_url, "SELECT * FROM trajectory_episodes")}
     assert set(episodes) == {first.episode_id, second.episode_id, "default"}
@@ -116,47 +114,45 @@ class DatabaseLock:
 async def test_a_step_never_waits_for_the_database(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url)
     recorder.batch_size = 1  # every step goes to the writer at once
-    await runtime.start()
-    episode = (await runtime.reset(task_id="sql-001")).episode_id
-    lock = DatabaseLock(store_url)
-    try:
-        with anyio.fail_after(5):  # the database is stuck, yet every step returns at once
-            for _ in range(10):
-                await runtime.call("list_tables", {}, episode)
-        await anyio.sleep(0.2)
-        assert recorder.pending == 10
-    finally:
-        lock.release()
-    await runtime.stop()
+    async with runtime.run():
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        lock = DatabaseLock(store_url)
+        try:
+            with anyio.fail_after(5):  # the database is stuck, yet every step returns at once
+                for _ in range(10):
+                    await runtime.call("list_tables", {}, episode)
+            await anyio.sleep(0.2)
+            assert recorder.pending == 10
+        finally:
+            lock.release()
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 10}]
 
 
 @pytest.mark.anyio
 async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
-    await runtime.start()
-    episode = (await runtime.reset(task_id="sql-001")).episode_id
-    lock = DatabaseLock(store_url)
-    try:
-        for _ in range(4):
-            await runtime.call("list_tables", {}, episode)
-        finished: list[int] = []
+    async with runtime.run():
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        lock = DatabaseLock(store_url)
+        try:
+            for _ in range(4):
+                await runtime.call("list_tables", {}, episode)
+            finished: list[int] = []
 
-        async def fifth() -> None:
-            outcome = await runtime.call("list_tables", {}, episode)
-            finished.append(outcome.episode.step_count)  # type: ignore[union-attr]
+            async def fifth() -> None:
+                outcome = await runtime.call("list_tables", {}, episode)
+                finished.append(outcome.episode.step_count)  # type: ignore[union-attr]
 
-        async with anyio.create_task_group() as steps:
-            steps.start_soon(fifth)
-            await anyio.sleep(0.3)  # the writer is stuck: the step cannot have been recorded, so it must still wait
-            assert finished == [] and recorder.pending == 4
+            async with anyio.create_task_group() as steps:
+                steps.start_soon(fifth)
+                await anyio.sleep(0.3)  # the writer is stuck: the step cannot have been recorded, so it must still wait
+                assert finished == [] and recorder.pending == 4
+                lock.release()
+                with anyio.fail_after(20):
+                    while not finished:
+                        await anyio.sleep(0.01)
+        finally:
             lock.release()
-            with anyio.fail_after(20):
-                while not finished:
-                    await anyio.sleep(0.01)
-    finally:
-        lock.release()
-    await runtime.stop()
     assert finished == [5]
     assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"}' not in runtime.metrics.render().decode()
     assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 6)]
@@ -165,22 +161,21 @@ async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store
 @pytest.mark.anyio
 async def test_a_full_queue_drops_steps_counts_them_and_marks_the_episode(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4, trajectories_wait=0)
-    await runtime.start()
-    lock = DatabaseLock(store_url)
-    try:
-        kept = (await runtime.reset(task_id="sql-001")).episode_id
-        for _ in range(4):
-            await runtime.call("list_tables", {}, kept)
-        lossy = (await runtime.reset(task_id="sql-002")).episode_id
-        for _ in range(3):
-            await runtime.call("list_tables", {}, lossy)
-        assert recorder.pending == 4
-        metrics = runtime.metrics.render().decode()
-        assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"} 3.0' in metrics
-        assert "openenv_trajectory_queue_steps 4.0" in metrics
-    finally:
-        lock.release()
-    await runtime.stop()
+    async with runtime.run():
+        lock = DatabaseLock(store_url)
+        try:
+            kept = (await runtime.reset(task_id="sql-001")).episode_id
+            for _ in range(4):
+                await runtime.call("list_tables", {}, kept)
+            lossy = (await runtime.reset(task_id="sql-002")).episode_id
+            for _ in range(3):
+                await runtime.call("list_tables", {}, lossy)
+            assert recorder.pending == 4
+            metrics = runtime.metrics.render().decode()
+            assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"} 3.0' in metrics
+            assert "openenv_trajectory_queue_steps 4.0" in metrics
+        finally:
+            lock.release()
 
     by_id = {e["episode_id"]: e for e in rows(store_url, "SELECT * FROM trajectory_episodes")}
     assert (by_id[kept]["dropped_steps"], by_id[lossy]["dropped_steps"]) == (0, 3)
@@ -193,13 +188,12 @@ async def test_stop_writes_everything_still_queued(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url)
     recorder.flush_interval = 3600  # nothing is written before stop unless a batch fills
     recorder.batch_size = 10**9
-    await runtime.start()
-    for seed in range(40):
-        episode = (await runtime.reset(seed=seed)).episode_id
-        for _ in range(20):
-            await runtime.call("list_tables", {}, episode)
-    assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 0}]
-    await runtime.stop()
+    async with runtime.run():
+        for seed in range(40):
+            episode = (await runtime.reset(seed=seed)).episode_id
+            for _ in range(20):
+                await runtime.call("list_tables", {}, episode)
+        assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 0}]
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 800}]
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_episodes WHERE done AND closed_at IS NOT NULL") == [
         {"n": 40}
@@ -219,22 +213,22 @@ async def test_a_refused_batch_is_retried_then_counted_as_lost(
     runtime, recorder = sim_runtime(store_url)
     recorder.retry_delay = 0.0
     recorder.batch_size = 1  # every step goes to the writer at once
-    await runtime.start()
-    episode = (await runtime.reset(task_id="sql-001")).episode_id
-    await runtime.call("list_tables", {}, episode)
-    await drained(recorder)
-    refusing = sqlite3.connect(store_url.removeprefix("sqlite:///"))
-    with refusing:  # the database now refuses every step
-        refusing.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON trajectory_steps BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
-        )
-    await runtime.call("list_tables", {}, episode)
-    await drained(recorder)  # refused three times, then answered for as lost
-    with refusing:
-        refusing.execute("DROP TRIGGER refuse")
-    refusing.close()
-    await runtime.call("list_tables", {}, episode)
-    await runtime.stop()
+    async with runtime.run():
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        await runtime.call("list_tables", {}, episode)
+        await drained(recorder)
+        refusing = sqlite3.connect(store_url.removeprefix("sqlite:///"))
+        with refusing:  # the database now refuses every step
+            refusing.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON trajectory_steps "
+                "BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
+            )
+        await runtime.call("list_tables", {}, episode)
+        await drained(recorder)  # refused three times, then answered for as lost
+        with refusing:
+            refusing.execute("DROP TRIGGER refuse")
+        refusing.close()
+        await runtime.call("list_tables", {}, episode)
     metrics = runtime.metrics.render().decode()
     assert 'reason="write_failed"} 1.0' in metrics and "openenv_trajectory_steps_written_total 2.0" in metrics
     assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": 1}, {"step": 3}]
@@ -244,13 +238,12 @@ async def test_a_refused_batch_is_retried_then_counted_as_lost(
 @pytest.mark.anyio
 async def test_the_writer_is_a_process_of_its_own_that_stop_ends(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url)
-    await runtime.start()
-    pid = recorder.writer_pid
-    assert pid is not None and pid != os.getpid()
-    assert "openenv_mcp.trajectories.writer" in Path(f"/proc/{pid}/cmdline").read_text()
-    episode = (await runtime.reset(task_id="sql-001")).episode_id
-    await runtime.call("list_tables", {}, episode)
-    await runtime.stop()
+    async with runtime.run():
+        pid = recorder.writer_pid
+        assert pid is not None and pid != os.getpid()
+        assert "openenv_mcp.trajectories.writer" in Path(f"/proc/{pid}/cmdline").read_text()
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        await runtime.call("list_tables", {}, episode)
     assert recorder.writer_pid is None and not Path(f"/proc/{pid}").exists()  # exited and reaped
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 1}]
 
@@ -258,14 +251,13 @@ async def test_the_writer_is_a_process_of_its_own_that_stop_ends(store_url: str)
 @pytest.mark.anyio
 async def test_a_writer_that_dies_is_counted_and_recording_stops_without_stalling_steps(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
-    await runtime.start()
-    assert recorder.writer_pid is not None
-    os.kill(recorder.writer_pid, signal.SIGKILL)
-    episode = (await runtime.reset(task_id="sql-001")).episode_id
-    with anyio.fail_after(10):  # more steps than the queue holds: none waits on a writer that is gone
-        for _ in range(8):
-            await runtime.call("list_tables", {}, episode)
-    await runtime.stop()
+    async with runtime.run():
+        assert recorder.writer_pid is not None
+        os.kill(recorder.writer_pid, signal.SIGKILL)
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        with anyio.fail_after(10):  # more steps than the queue holds: none waits on a writer that is gone
+            for _ in range(8):
+                await runtime.call("list_tables", {}, episode)
     assert 'reason="write_failed"}' in runtime.metrics.render().decode()
 
 
@@ -281,10 +273,12 @@ def test_recording_is_off_in_prod_or_when_asked(store_url: str, monkeypatch: pyt
 async def test_an_unusable_store_url_names_the_setting(tmp_path: Path) -> None:
     runtime, _ = sim_runtime("nonsense")  # the writer process opens the store: it says so before serving
     with pytest.raises(ConfigError, match="OPENENV_TRAJECTORIES is not a usable SQLAlchemy URL"):
-        await runtime.start()
+        async with runtime.run():
+            pytest.fail("the runtime served")
     runtime, _ = sim_runtime(f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
     with pytest.raises(ConfigError, match=r"Cannot open the trajectory store .* OPENENV_TRAJECTORIES=off"):
-        await runtime.start()
+        async with runtime.run():
+            pytest.fail("the runtime served")
 
 
 @pytest.mark.prod
@@ -292,11 +286,10 @@ async def test_an_unusable_store_url_names_the_setting(tmp_path: Path) -> None:
 async def test_trajectories_are_recorded_into_postgresql() -> None:
     with scratch_database() as url:
         runtime, _ = sim_runtime(url)
-        await runtime.start()
-        episode = (await runtime.reset(task_id="sql-001", seed=3)).episode_id
-        await runtime.call("list_tables", {}, episode)
-        await runtime.call("submit_answer", COUNT_CUSTOMERS, episode)
-        await runtime.stop()
+        async with runtime.run():
+            episode = (await runtime.reset(task_id="sql-001", seed=3)).episode_id
+            await runtime.call("list_tables", {}, episode)
+            await runtime.call("submit_answer", COUNT_CUSTOMERS, episode)
         [record] = iter_records(url)
         assert (record["reward"], record["rewards"], record["seed"]) == (1.0, [0.0, 1.0], 3)
         assert json.loads(record["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == COUNT_CUSTOMERS
@@ -311,17 +304,16 @@ def recorded(store_url: str) -> Iterator[str]:
 
     async def record() -> None:
         runtime, _ = sim_runtime(store_url)
-        await runtime.start()
-        solved = (await runtime.reset(task_id="sql-001", seed=1)).episode_id
-        await runtime.call("list_tables", {}, solved)
-        await runtime.call("run_query", {"sql": "SELECT COUNT(*) FROM customers"}, solved)
-        await runtime.call("submit_answer", COUNT_CUSTOMERS, solved)
-        failed = (await runtime.reset(task_id="sql-002", seed=2)).episode_id
-        await runtime.call("submit_answer", {"rows": [["nothing", 1]]}, failed)
-        tested = (await runtime.reset(split="test", seed=3)).episode_id
-        await runtime.call("list_tables", {}, tested)
-        await runtime.reset(seed=4)  # no step: exported all the same (an episode whose model never acted is data)
-        await runtime.stop()
+        async with runtime.run():
+            solved = (await runtime.reset(task_id="sql-001", seed=1)).episode_id
+            await runtime.call("list_tables", {}, solved)
+            await runtime.call("run_query", {"sql": "SELECT COUNT(*) FROM customers"}, solved)
+            await runtime.call("submit_answer", COUNT_CUSTOMERS, solved)
+            failed = (await runtime.reset(task_id="sql-002", seed=2)).episode_id
+            await runtime.call("submit_answer", {"rows": [["nothing", 1]]}, failed)
+            tested = (await runtime.reset(split="test", seed=3)).episode_id
+            await runtime.call("list_tables", {}, tested)
+            await runtime.reset(seed=4)  # no step: exported all the same (an episode whose model never acted is data)
 
     anyio.run(record)
     yield store_url

@@ -115,10 +115,9 @@ class _OrsRoute(APIRoute):
 
 
 class _Lifecycle:
-    """An episode observer: a closed episode ends its ORS session; shutdown ends running calls."""
+    """An episode observer: shutdown ends running calls (a closed episode ends its ORS session in the binding)."""
 
-    def __init__(self, sessions: Sessions, streams: CallStreams) -> None:
-        self.sessions = sessions
+    def __init__(self, streams: CallStreams) -> None:
         self.streams = streams
 
     async def start(self) -> None:
@@ -126,7 +125,6 @@ class _Lifecycle:
 
     async def stop(self) -> None:
         self.streams.close()
-        self.sessions.clear()
 
     def on_reset(self, episode: Episode, observation: Observation) -> None:
         """Sessions are recorded by ``/create`` itself."""
@@ -135,7 +133,7 @@ class _Lifecycle:
         """Nothing to record."""
 
     def on_close(self, episode: Episode) -> None:
-        self.sessions.forget_episode(episode.id)
+        """The runtime's binding forgets the episode's session."""
 
 
 def _sid(header: str | None) -> str:
@@ -151,7 +149,7 @@ class _Ors:
         self.runtime = runtime
         self.name = runtime.env.name
         settings = runtime.settings
-        self.sessions = Sessions(idle_timeout=settings.idle_timeout)
+        self.sessions = Sessions(runtime.sessions, idle_timeout=settings.idle_timeout)
         self.streams = CallStreams(keepalive=settings.ors_keepalive, result_ttl=settings.ors_result_ttl)
         self.by_split: dict[str, list[Task]] = {}
         for task in runtime.tasks:
@@ -162,7 +160,7 @@ class _Ors:
                 for tool in runtime.tools.listing()
             ]
         }
-        runtime.observe(_Lifecycle(self.sessions, self.streams))
+        runtime.observe(_Lifecycle(self.streams))
 
     # helpers -----------------------------------------------------------------------------------
 
@@ -261,14 +259,11 @@ class _Ors:
         else:
             assert body.split is not None and body.index is not None  # checked by CreateBody
             task = self._task_at(body.split, body.index)
-        if (existing := self.sessions.find(sid)) is not None:
-            return self._recreated(existing, task)
-        started = await self.runtime.reset(task_id=task.id, seed=seed)
-        if (existing := self.sessions.find(sid)) is not None:  # a concurrent /create with this sid won
-            await self.runtime.close_episode(started.episode_id)
-            return self._recreated(existing, task)
-        self.sessions.add(Session(sid, started.episode_id, task.id, blocks(started.observation.content)))
-        return {"sid": sid}
+        if (existing := self.sessions.find(sid)) is None:
+            if await self.sessions.create(sid, task, seed, blocks) is not None:
+                return {"sid": sid}
+            existing = self.sessions.get(sid)  # a concurrent /create with this sid won
+        return self._recreated(existing, task)
 
     def _recreated(self, session: Session, task: Task) -> dict[str, str]:
         if session.task_id != task.id:
@@ -303,12 +298,7 @@ class _Ors:
     async def delete(self, x_session_id: SessionHeader = None) -> dict[str, str]:
         """Close the session's episode (after a call in flight); idempotent."""
         sid = _sid(x_session_id)
-        session = self.sessions.find(sid)
-        if session is not None:
-            try:
-                await self.runtime.close_episode(session.episode_id)  # waits for a call in flight
-            except EpisodeNotFound:
-                self.sessions.forget_episode(session.episode_id)
+        await self.sessions.delete(sid)  # waits for a call in flight
         return {"sid": sid}
 
     # tool calls --------------------------------------------------------------------------------

@@ -1,13 +1,19 @@
-"""ORS sessions: a session id bound to one of our episodes, forgotten when that episode closes."""
+"""ORS sessions: a session id bound to one of our episodes, in the runtime's binding of sessions to episodes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from openenv_mcp.environment.tasks import Task
 from openenv_mcp.errors import EpisodeNotFound
+from openenv_mcp.runtime import SessionKey
+from openenv_mcp.runtime import Sessions as Binding
 
 __all__ = ["Session", "Sessions"]
+
+_DOOR = "ors"  # ORS sessions in the runtime's binding: ("ors", sid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,32 +27,25 @@ class Session:
 
 
 class Sessions:
-    """The live ORS sessions of one server, one per open episode at most.
+    """The live ORS sessions of one server, one per open episode, kept in the runtime's binding as ``("ors", sid)``.
 
-    Nothing is kept for a session before ``/create`` binds it to an episode, and the entry goes
-    when the episode closes (``/delete``, idle reaping, shutdown), so the table cannot leak.
+    Nothing is kept for a session before ``/create`` binds it to an episode, and it ends when the episode closes
+    (``/delete``, idle reaping, shutdown), so the table cannot leak.
     """
 
-    def __init__(self, *, idle_timeout: float) -> None:
+    def __init__(self, binding: Binding, *, idle_timeout: float) -> None:
+        self.binding = binding
         self.idle_timeout = idle_timeout
-        self._by_id: dict[str, Session] = {}
-        self._by_episode: dict[str, str] = {}
-
-    def __len__(self) -> int:
-        return len(self._by_id)
-
-    def __contains__(self, session_id: str) -> bool:
-        return session_id in self._by_id
-
-    def add(self, session: Session) -> None:
-        self._by_id[session.id] = session
-        self._by_episode[session.episode_id] = session.id
 
     def find(self, session_id: str) -> Session | None:
-        return self._by_id.get(session_id)
+        bound = self.binding.find(_key(session_id))
+        if bound is None or bound.current is None or bound.data is None:
+            return None
+        task_id, prompt = bound.data
+        return Session(session_id, bound.current, task_id, prompt)
 
     def get(self, session_id: str) -> Session:
-        session = self._by_id.get(session_id)
+        session = self.find(session_id)
         if session is None:
             raise self.gone(session_id)
         return session
@@ -58,12 +57,23 @@ class Sessions:
             "without a call or ping, or never created; POST /create_session, then POST /create"
         )
 
-    def forget_episode(self, episode_id: str) -> None:
-        """Drop the session bound to ``episode_id``, if any (its episode closed)."""
-        session_id = self._by_episode.pop(episode_id, None)
-        if session_id is not None:
-            self._by_id.pop(session_id, None)
+    async def create(
+        self, session_id: str, task: Task, seed: int | None, prompt: Callable[[list[Any]], list[dict[str, Any]]]
+    ) -> Session | None:
+        """Bind ``session_id`` to a new episode of ``task``; ``None`` when a concurrent ``/create`` bound it first
+        (that one stands). ``prompt`` makes the prompt blocks of the episode's first observation."""
+        started = await self.binding.open_first(_key(session_id), task_id=task.id, seed=seed, lasting=False)
+        if started is None:
+            return None
+        bound = self.binding.find(_key(session_id))
+        assert bound is not None  # bound by open_first, and nothing awaited since
+        bound.data = (task.id, prompt(started.observation.content))
+        return self.find(session_id)
 
-    def clear(self) -> None:
-        self._by_id.clear()
-        self._by_episode.clear()
+    async def delete(self, session_id: str) -> None:
+        """End the session: close its episode (after a call in flight). Idempotent."""
+        await self.binding.end(_key(session_id))
+
+
+def _key(session_id: str) -> SessionKey:
+    return (_DOOR, session_id)
