@@ -7,7 +7,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support import LiveServer
+from tests.support import LiveServer, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -29,8 +29,9 @@ async def test_two_sessions_without_ids_act_on_episodes_of_their_own(sim_server:
         assert runtime.episodes.get(theirs).task.id == task and not runtime.episodes.get(theirs).done
         after = await one.call_tool("list_tables", {})  # the session's episode is over: it says so
         assert after.is_error and f"Episode {mine!r} is done" in after.content[0].text
-    # both sessions ended (the client sends DELETE): their episodes are closed
-    assert mine not in runtime.episodes and theirs not in runtime.episodes
+    # both sessions ended (the client sends DELETE): their episodes close as the server's session tasks unwind, which
+    # the DELETE's answer does not wait for
+    wait_for(lambda: mine not in runtime.episodes and theirs not in runtime.episodes, "the sessions' episodes to close")
 
 
 async def test_a_prompt_moves_the_session_to_a_new_episode_and_closes_the_one_before(sim_server: LiveServer) -> None:
@@ -41,7 +42,7 @@ async def test_a_prompt_moves_the_session_to_a_new_episode_and_closes_the_one_be
         episode = (opened.meta or {})[EPISODE]
         assert before[EPISODE] not in runtime.episodes and runtime.episodes.get(episode).task.id == "sql-002"
         assert ((await client.call_tool("list_tables", {})).meta or {})[EPISODE] == episode
-    assert episode not in runtime.episodes
+    wait_for(lambda: episode not in runtime.episodes, "the session's episode to close")
 
 
 async def test_sessionless_clients_are_isolated_by_the_handle_a_prompt_mints(sim_server: LiveServer) -> None:
