@@ -6,7 +6,8 @@
                          their reasons), done, timings
     trajectory_turns     one row per model call a chat policy made: the reply, its calls and what became of them,
                          and with --capture-tokens its token ids and log-probabilities (written by the policy's
-                         side, joined to its episode by server and episode id)
+                         side, joined to its episode by server and episode id); the capture proxy writes one
+                         per request a harness made (its wire format, segment, and side requests marked)
 
 The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
@@ -288,6 +289,31 @@ class TrajectoryStore:
                 f"The trajectory store {self.url!r} refused the captured turns: {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}"
             ) from exc
+
+    def episode_server(self, episode_id: str) -> str | None:
+        """The server of the latest episode with id ``episode_id``; ``None`` when there is none (yet)."""
+        query = (
+            select(episodes.c.server)
+            .where(episodes.c.episode_id == episode_id)
+            .order_by(episodes.c.created_at.desc())
+            .limit(1)
+        )
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(query).first()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} cannot be read: {str(exc).splitlines()[0]}"
+            ) from exc
+        return None if row is None else str(row.server)
+
+    def episode_turns(self, episode_id: str, *, server: str | None = None) -> list[dict[str, Any]]:
+        """The model turns stored for ``episode_id`` (of ``server`` when given), in turn order."""
+        with self.engine.connect() as conn:
+            query = self._select(conn, turns).where(turns.c.episode_id == episode_id)
+            if server is not None:
+                query = query.where(turns.c.server == server)
+            return [dict(row._mapping) for row in conn.execute(query.order_by(turns.c.turn, turns.c.id))]
 
     def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:
         """Episodes matching ``where``, oldest first, each with its steps; streamed in chunks."""

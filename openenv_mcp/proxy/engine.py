@@ -1,0 +1,131 @@
+"""One model turn, tokens in and tokens out: render, place, generate, read the calls, record.
+
+Every wire format's request comes here as a :class:`~openenv_mcp.proxy.conversation.Conversation`. The engine
+renders it through the model's chat template, gets its ids (and segment) from the
+:class:`~openenv_mcp.proxy.recording.TurnLog`, samples from those ids upstream, reads the tool calls out of the
+reply's text in the model's own format (``openenv_mcp.rollout.parsers``: Qwen's ``<tool_call>`` tags and the
+others), writes the turn into the episode, and only then answers. What is stored is what the model read and
+sampled; the calls handed to the harness are read from that, never the other way round.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from openenv_mcp.proxy.conversation import Call, Conversation, Reply, new_id
+from openenv_mcp.proxy.recording import TurnLog, TurnRecord
+from openenv_mcp.proxy.template import ChatTemplate
+from openenv_mcp.proxy.upstream import ModelCard, Upstream
+from openenv_mcp.rollout.parsers import PARSERS, parse_text
+
+__all__ = ["Engine", "EngineOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the engine answers.
+
+    Attributes:
+        parser: The tool-call parser for the reply's text (``auto``, ``hermes``, ``mistral``, ``json``, ``none``).
+        chat_template: A Jinja chat template to use instead of the server's (its text).
+        max_tokens: The most tokens a reply may have, whatever the request asks (``None``: the request's).
+        episode_wait: Seconds to wait for an episode the store does not hold yet before refusing it.
+    """
+
+    parser: str = "auto"
+    chat_template: str | None = None
+    max_tokens: int | None = 4096
+    episode_wait: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.parser not in PARSERS:
+            raise ValueError(f"No tool parser {self.parser!r}; parsers: {', '.join(PARSERS)}")
+
+
+class Engine:
+    """Answers conversations from ``upstream`` and records them in ``log``; :meth:`start` before use."""
+
+    def __init__(self, upstream: Upstream, log: TurnLog, options: EngineOptions) -> None:
+        self.upstream = upstream
+        self.log = log
+        self.options = options
+        self.card: ModelCard | None = None
+        self._template: ChatTemplate | None = None
+        self._starting = anyio.Lock()
+
+    async def start(self) -> None:
+        """Read the model's chat template and special tokens from the server (again until that succeeds).
+
+        Raises:
+            BackendUnavailable: the server cannot be reached or gives no chat template.
+        """
+        await self.template()
+
+    async def template(self) -> ChatTemplate:
+        """The chat template (read from the server on first use)."""
+        if self._template is not None:
+            return self._template
+        async with self._starting:
+            if self._template is None:
+                card = await self.upstream.card()
+                if self.options.chat_template is not None:
+                    card = replace(card, chat_template=self.options.chat_template)
+                self.card = card
+                self._template = ChatTemplate(card.chat_template, bos_token=card.bos_token, eos_token=card.eos_token)
+            return self._template
+
+    async def count(self, conversation: Conversation) -> int:
+        """How many tokens the conversation's prompt is."""
+        text = (await self.template()).render(conversation.messages, conversation.tools or None)
+        return len(await self.upstream.tokenize(text))
+
+    async def answer(self, episode_id: str, conversation: Conversation, *, wire: str) -> Reply:
+        """Sample the model's reply to ``conversation`` in ``episode_id`` and record it as the episode's turn."""
+        await self.log.episode(episode_id)
+        side = not conversation.tools
+        text = (await self.template()).render(conversation.messages, conversation.tools or None)
+        placement = await self.log.place(episode_id, text, self.upstream.tokenize, side=side)
+        sampling = conversation.sampling
+        if self.options.max_tokens is not None:
+            wanted = sampling.max_tokens
+            sampling = replace(sampling, max_tokens=min(wanted or self.options.max_tokens, self.options.max_tokens))
+        started = time.perf_counter()
+        generation = await self.upstream.generate(placement.ids, sampling)
+        seconds = time.perf_counter() - started
+        content, calls = self._read(generation.text, conversation)
+        finish = "tool_calls" if calls else generation.finish_reason
+        model = self.card.model if self.card is not None else conversation.model
+        await self.log.record(
+            episode_id,
+            TurnRecord(
+                wire=wire,
+                model=model,
+                side=side,
+                placement=placement,
+                completion_ids=generation.ids,
+                logprobs=generation.logprobs,
+                raw=generation.raw,
+                content=content,
+                calls=[{"id": call.id, "name": call.name, "arguments": call.arguments} for call in calls],
+                finish_reason=finish,
+                seconds=seconds,
+            ),
+        )
+        return Reply(content, calls, finish, len(placement.ids), len(generation.ids), conversation.model)
+
+    def _read(self, text: str, conversation: Conversation) -> tuple[str, list[Call]]:
+        """The reply's text without its calls, and the calls (none when the request's tool_choice is none)."""
+        if not conversation.tools or conversation.tool_choice == "none":
+            return text, []
+        found = parse_text(text, parser=self.options.parser, tools=conversation.schemas)
+        calls = []
+        for call in found.calls:
+            arguments: Any = call.arguments
+            written = call.written if arguments is None else json.dumps(arguments, ensure_ascii=False)
+            calls.append(Call(new_id("call_"), call.name, written))
+        return (found.content or "") if calls else text, calls
