@@ -57,6 +57,7 @@ class Engine:
         self.card: ModelCard | None = None
         self._template: ChatTemplate | None = None
         self._starting = anyio.Lock()
+        self._opening = 0  # ids of the template's generation prompt (the assistant's header)
 
     async def start(self) -> None:
         """Read the model's chat template and special tokens from the server (again until that succeeds).
@@ -75,8 +76,11 @@ class Engine:
                 card = await self.upstream.card()
                 if self.options.chat_template is not None:
                     card = replace(card, chat_template=self.options.chat_template)
+                template = ChatTemplate(card.chat_template, bos_token=card.bos_token, eos_token=card.eos_token)
+                opening = template.generation_prompt()
+                self._opening = len(await self.upstream.tokenize(opening)) if opening else 0
                 self.card = card
-                self._template = ChatTemplate(card.chat_template, bos_token=card.bos_token, eos_token=card.eos_token)
+                self._template = template
             return self._template
 
     async def count(self, conversation: Conversation) -> int:
@@ -89,7 +93,7 @@ class Engine:
         await self.log.episode(episode_id)
         side = not conversation.tools
         text = (await self.template()).render(conversation.messages, conversation.tools or None)
-        placement = await self.log.place(episode_id, text, self.upstream.tokenize, side=side)
+        placement = await self.log.place(episode_id, text, self.upstream.tokenize, side=side, opening=self._opening)
         sampling = conversation.sampling
         if self.options.max_tokens is not None:
             wanted = sampling.max_tokens

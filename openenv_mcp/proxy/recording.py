@@ -43,7 +43,7 @@ class _Tail:
     segment: int
     text: str
     ids: list[int]
-    first_prompt: int  # the length of the segment's first prompt, in ids
+    first_prompt: int  # the length of the segment's first conversation (its prompt without the generation prompt)
     prompt: int  # the length of the last prompt, in ids
 
 
@@ -122,9 +122,19 @@ class TurnLog:
             await anyio.sleep(_POLL)
 
     async def place(
-        self, episode_id: str, text: str, tokenize: Callable[[str], Awaitable[list[int]]], *, side: bool
+        self,
+        episode_id: str,
+        text: str,
+        tokenize: Callable[[str], Awaitable[list[int]]],
+        *,
+        side: bool,
+        opening: int = 0,
     ) -> Placement:
-        """The ids of the prompt ``text`` and the segment it belongs to (a side request's is its own)."""
+        """The ids of the prompt ``text`` and the segment it belongs to (a side request's is its own).
+
+        ``opening``: how many ids the template's generation prompt (the assistant's header) takes at the end of a
+        prompt; what comes before it is the conversation a later prompt must keep to be the same one.
+        """
         state = self._episodes[episode_id]
         tails = [] if side else sorted(state.tails, key=lambda tail: len(tail.text), reverse=True)
         for tail in tails:
@@ -137,7 +147,7 @@ class TurnLog:
         for tail in tails:
             if ids[: len(tail.ids)] == tail.ids:
                 return Placement(ids, tail.segment, None, text, tail.first_prompt)
-        return Placement(ids, -1, _reason(ids, state.tails), text, len(ids))
+        return Placement(ids, -1, _reason(ids, state.tails), text, max(len(ids) - opening, 0))
 
     async def record(self, episode_id: str, turn: TurnRecord) -> int:
         """Write ``turn`` into the store; return its number in the episode."""

@@ -48,7 +48,20 @@ class ChatTemplate:
         self.eos_token = eos_token
         self._template = environment.from_string(source)
 
-    def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> str:
+    def generation_prompt(self) -> str:
+        """The text the template puts after the conversation to open the assistant's turn (may be empty)."""
+        probe = [{"role": "user", "content": "?"}]
+        opened = self.render(probe, None)
+        closed = self.render(probe, None, add_generation_prompt=False)
+        return opened[len(closed) :] if opened.startswith(closed) else ""
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        *,
+        add_generation_prompt: bool = True,
+    ) -> str:
         """The prompt for ``messages`` with ``tools``, ending where the assistant's reply begins.
 
         Raises:
@@ -59,7 +72,7 @@ class ChatTemplate:
             return self._template.render(
                 messages=list(messages),
                 tools=list(tools) if tools else None,
-                add_generation_prompt=True,
+                add_generation_prompt=add_generation_prompt,
                 bos_token=self.bos_token,
                 eos_token=self.eos_token,
             )

@@ -17,17 +17,22 @@ compare a capture with; ``delay`` makes each answer wait (a slow server).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-__all__ = ["QWEN_TEMPLATE", "SPECIAL", "TokenModel", "detokenize", "logprob", "tokenize"]
+__all__ = ["QWEN_TEMPLATE", "SPECIAL", "ProxyStack", "TokenModel", "detokenize", "logprob", "proxy_stack", "tokenize"]
 
 # Qwen 2.5 Instruct's chat template (as its tokenizer_config.json and its GGUF files carry it)
 QWEN_TEMPLATE = (Path(__file__).parent / "qwen2_5_chat_template.jinja").read_text()
@@ -150,3 +155,60 @@ class TokenModel:
             "tokens_predicted": len(ids),
             "completion_probabilities": entries,
         }
+
+
+@dataclass
+class ProxyStack:
+    """A capture proxy in front of a :class:`TokenModel`, beside a recording sql server, sharing one store."""
+
+    model: TokenModel
+    upstream: str
+    env_url: str
+    proxy: Any  # openenv_mcp.proxy.CaptureProxy
+    store: str
+
+    def episode(self) -> str:
+        """A new episode of the sql server (its id)."""
+        answer = httpx.post(f"{self.env_url}/reset", json={"seed": 1}, timeout=30)
+        answer.raise_for_status()
+        return str(answer.json()["episode_id"])
+
+    def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        action = {"action": {"tool": tool, "arguments": arguments or {}}}
+        answer = httpx.post(f"{self.env_url}/step", json=action, headers={"X-Episode-Id": episode_id}, timeout=30)
+        answer.raise_for_status()
+        return dict(answer.json())
+
+    def exported(self, episode_id: str, *, steps: int = 0) -> dict[str, Any]:
+        """The episode's record from ``openenv-mcp trajectories export``, once its ``steps`` are stored (10 s)."""
+        from openenv_mcp.cli import main
+
+        deadline = time.monotonic() + 10
+        while True:
+            output = io.StringIO()
+            with contextlib.redirect_stdout(output):
+                assert main(["trajectories", "export", "--url", self.store]) == 0
+            records = [json.loads(line) for line in output.getvalue().splitlines()]
+            found = [record for record in records if record["episode_id"] == episode_id]
+            if found and len(found[0]["rewards"]) >= steps:
+                return found[0]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"episode {episode_id} with {steps} steps not exported within 10 s: {found}")
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def proxy_stack(directory: Path, **options: Any) -> Iterator[ProxyStack]:
+    """The stand-in model, a recording sql server and a capture proxy (``options``: :class:`EngineOptions`)."""
+    from openenv_mcp.proxy import CaptureProxy, EngineOptions
+    from openenv_mcp.servers.sql import environment
+    from tests.support import live_server, serve_app
+
+    store = f"sqlite:///{directory / 'runs.db'}"
+    model = TokenModel()
+    with (
+        serve_app(model.app) as upstream,
+        live_server(environment, record=True, mode="sim", trajectories=store) as server,
+        CaptureProxy(upstream, store=store, options=EngineOptions(**options), timeout=2.0) as proxy,
+    ):
+        yield ProxyStack(model, upstream, server.url, proxy, store)
