@@ -72,6 +72,7 @@ def _proxy(args: argparse.Namespace) -> int:
         sock.bind((args.host, args.port))
     except OSError as exc:
         raise ConfigError(f"Cannot listen on {args.host}:{args.port} ({exc.strerror}); pass another --port") from None
+    sock.listen(2048)  # connections wait in the backlog from the ready line on, until uvicorn accepts them
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     print(f"{READY_LINE}http://{host}:{sock.getsockname()[1]} (upstream {args.upstream}, store {store})", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
