@@ -157,6 +157,11 @@ class TokenModel:
         }
 
 
+def standin_app() -> FastAPI:
+    """A fresh stand-in's app (``uvicorn --factory tests.support.token_model:standin_app``: the benchmark's)."""
+    return TokenModel().app
+
+
 @dataclass
 class ProxyStack:
     """A capture proxy in front of a :class:`TokenModel`, beside a recording sql server, sharing one store."""
