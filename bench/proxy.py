@@ -195,13 +195,11 @@ def main() -> None:
     result = run(args)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "proxy.json").write_text(json.dumps(result, indent=2))
-    print(
-        f"{result['upstream']}: {result['turns_per_round']} turns x {result['rounds']} rounds, "
-        f"{result['tokens_per_turn']:.0f} tokens per turn\n"
-        f"  added latency  {result['added_ms_per_turn']:.2f} ms per turn (proxy / direct {result['ratio_proxy_to_direct']:.2f})\n"
-        f"  proxy CPU      {result['proxy_cpu_ms_per_turn']:.2f} ms per turn, {result['proxy_cpu_us_per_token']:.2f} us per token\n"
-        f"  load average   {result['load_average'][0]:.1f}"
-    )
+    r = result
+    print(f"{r['upstream']}: {r['turns_per_round']} turns x {r['rounds']} rounds, {r['tokens_per_turn']:.0f} tok/turn")
+    print(f"  added latency  {r['added_ms_per_turn']:.2f} ms/turn (proxy / direct {r['ratio_proxy_to_direct']:.2f})")
+    print(f"  proxy CPU      {r['proxy_cpu_ms_per_turn']:.2f} ms/turn, {r['proxy_cpu_us_per_token']:.2f} us/token")
+    print(f"  load average   {r['load_average'][0]:.1f}")
 
 
 if __name__ == "__main__":
