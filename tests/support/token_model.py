@@ -23,7 +23,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +171,15 @@ class ProxyStack:
     env_url: str
     proxy: Any  # openenv_mcp.proxy.CaptureProxy
     store: str
+    prompts: dict[str, str] = field(default_factory=dict)  # each episode's task prompt
 
     def episode(self) -> str:
         """A new episode of the sql server (its id)."""
         answer = httpx.post(f"{self.env_url}/reset", json={"seed": 1}, timeout=30)
         answer.raise_for_status()
-        return str(answer.json()["episode_id"])
+        episode = str(answer.json()["episode_id"])
+        self.prompts[episode] = answer.json()["observation"]["content"][0]["text"]
+        return episode
 
     def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         action = {"action": {"tool": tool, "arguments": arguments or {}}}
