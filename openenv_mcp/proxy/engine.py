@@ -90,10 +90,10 @@ class Engine:
 
     async def answer(self, episode_id: str, conversation: Conversation, *, wire: str) -> Reply:
         """Sample the model's reply to ``conversation`` in ``episode_id`` and record it as the episode's turn."""
-        await self.log.episode(episode_id)
+        state = await self.log.episode(episode_id)
         side = not conversation.tools
         text = (await self.template()).render(conversation.messages, conversation.tools or None)
-        placement = await self.log.place(episode_id, text, self.upstream.tokenize, side=side, opening=self._opening)
+        placement = await self.log.place(state, text, self.upstream.tokenize, side=side, opening=self._opening)
         sampling = conversation.sampling
         if self.options.max_tokens is not None:
             wanted = sampling.max_tokens
@@ -105,7 +105,7 @@ class Engine:
         finish = "tool_calls" if calls else generation.finish_reason
         model = self.card.model if self.card is not None else conversation.model
         await self.log.record(
-            episode_id,
+            state,
             TurnRecord(
                 wire=wire,
                 model=model,

@@ -24,7 +24,8 @@ let the server's writer process and the proxy share one file.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ import anyio
 from openenv_mcp.proxy.errors import BackendUnavailable, EpisodeNotFound, RecordFailed
 from openenv_mcp.trajectories.store import TrajectoryStore
 
-__all__ = ["Placement", "TurnLog", "TurnRecord"]
+__all__ = ["EpisodeTurns", "Placement", "TurnLog", "TurnRecord"]
 
 _POLL = 0.1
 
@@ -41,14 +42,17 @@ _POLL = 0.1
 @dataclass(slots=True)
 class _Tail:
     segment: int
-    text: str
+    text: str | None  # None: read back from the store, where the prompt's text is not kept (its ids are)
     ids: list[int]
     first_prompt: int  # the length of the segment's first conversation (its prompt without the generation prompt)
     prompt: int  # the length of the last prompt, in ids
 
 
 @dataclass(slots=True)
-class _Episode:
+class EpisodeTurns:
+    """What the proxy keeps of one episode: its server, its turn count, and each segment's tail."""
+
+    episode_id: str
     server: str
     turns: int
     segments: int
@@ -87,24 +91,32 @@ class TurnRecord:
 class TurnLog:
     """The episodes the proxy has seen, their segments, and the store their turns are written to."""
 
-    def __init__(self, store: TrajectoryStore, *, wait: float = 5.0) -> None:
+    def __init__(self, store: TrajectoryStore, *, wait: float = 5.0, keep: int = 1024) -> None:
         self.store = store
         self.wait = wait
-        self._episodes: dict[str, _Episode] = {}
+        self.keep = keep
+        self._episodes: OrderedDict[str, EpisodeTurns] = OrderedDict()
         self._opening = anyio.Lock()
 
-    async def episode(self, episode_id: str) -> str:
-        """The server name of ``episode_id`` (looked up in the store for up to ``wait`` seconds)."""
+    async def episode(self, episode_id: str) -> EpisodeTurns:
+        """``episode_id``'s state: its server looked up in the store (for up to ``wait`` seconds) on first sight.
+
+        The ``keep`` most recently used episodes stay in memory; one read again (after it was let go, or by a
+        restarted proxy) gets its turn count and its segments' tails back from the store, so its next turns
+        continue it.
+        """
         known = self._episodes.get(episode_id)
         if known is not None:
-            return known.server
+            self._episodes.move_to_end(episode_id)
+            return known
         server = await self._lookup(episode_id)
         async with self._opening:
             if episode_id not in self._episodes:
                 rows = await anyio.to_thread.run_sync(lambda: self.store.episode_turns(episode_id, server=server))
-                segments = max((row.get("segment") or 0 for row in rows), default=-1) + 1
-                self._episodes[episode_id] = _Episode(server, max((row["turn"] for row in rows), default=0), segments)
-        return server
+                self._episodes[episode_id] = _restored(episode_id, server, rows)
+                while len(self._episodes) > self.keep:
+                    self._episodes.popitem(last=False)
+            return self._episodes[episode_id]
 
     async def _lookup(self, episode_id: str) -> str:
         deadline = time.monotonic() + self.wait
@@ -123,7 +135,7 @@ class TurnLog:
 
     async def place(
         self,
-        episode_id: str,
+        state: EpisodeTurns,
         text: str,
         tokenize: Callable[[str], Awaitable[list[int]]],
         *,
@@ -135,10 +147,9 @@ class TurnLog:
         ``opening``: how many ids the template's generation prompt (the assistant's header) takes at the end of a
         prompt; what comes before it is the conversation a later prompt must keep to be the same one.
         """
-        state = self._episodes[episode_id]
-        tails = [] if side else sorted(state.tails, key=lambda tail: len(tail.text), reverse=True)
+        tails = [] if side else sorted(state.tails, key=lambda tail: len(tail.ids), reverse=True)
         for tail in tails:
-            if text.startswith(tail.text):
+            if tail.text is not None and text.startswith(tail.text):
                 ids = tail.ids + (await tokenize(text[len(tail.text) :]) if len(text) > len(tail.text) else [])
                 return Placement(ids, tail.segment, None, text, tail.first_prompt)
         ids = await tokenize(text)
@@ -149,18 +160,17 @@ class TurnLog:
                 return Placement(ids, tail.segment, None, text, tail.first_prompt)
         return Placement(ids, -1, _reason(ids, state.tails), text, max(len(ids) - opening, 0))
 
-    async def record(self, episode_id: str, turn: TurnRecord) -> int:
+    async def record(self, state: EpisodeTurns, turn: TurnRecord) -> int:
         """Write ``turn`` into the store; return its number in the episode."""
-        state = self._episodes[episode_id]
         async with state.lock:
             placement = turn.placement
             segment, reason = placement.segment, placement.reason
             if not turn.side and segment < 0:
                 segment = state.segments
                 if reason is None and segment > 0:
-                    reason = "new_conversation: the proxy holds no earlier segment of the episode (it was restarted)"
+                    reason = "new_conversation: the episode's earlier segments left no tail to continue"
             number = state.turns + 1
-            row = _row(state.server, episode_id, number, segment, reason, turn)
+            row = _row(state.server, state.episode_id, number, segment, reason, turn)
             try:
                 await anyio.to_thread.run_sync(self.store.write_turns, [row])
             except BackendUnavailable as exc:
@@ -185,6 +195,20 @@ class TurnLog:
     def turns(self, episode_id: str) -> list[dict[str, Any]]:
         """The turns stored for ``episode_id`` so far, side requests included, in order."""
         return self.store.episode_turns(episode_id)
+
+
+def _restored(episode_id: str, server: str, rows: Sequence[Mapping[str, Any]]) -> EpisodeTurns:
+    """An episode's state from its stored turns: the count, and each segment's last prompt and completion."""
+    state = EpisodeTurns(episode_id, server, max((row["turn"] for row in rows), default=0), 0)
+    policy = [row for row in rows if not row.get("side") and row.get("segment") is not None]
+    state.segments = max((row["segment"] for row in policy), default=-1) + 1
+    for segment in range(state.segments):
+        members = [row for row in policy if row["segment"] == segment]
+        if members:
+            last = members[-1]
+            ids = [*last["prompt_ids"], *last["completion_ids"]]
+            state.tails.append(_Tail(segment, None, ids, len(members[0]["prompt_ids"]), len(last["prompt_ids"])))
+    return state
 
 
 def _reason(ids: Sequence[int], tails: Sequence[_Tail]) -> str | None:

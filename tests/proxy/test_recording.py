@@ -12,6 +12,7 @@ import anthropic
 import openai
 import pytest
 
+from openenv_mcp.proxy import CaptureProxy
 from tests.support.token_model import ProxyStack, proxy_stack
 
 TOOLS: list[Any] = [
@@ -148,3 +149,20 @@ def test_many_episodes_at_once_share_the_store_with_the_recording_server(stack: 
     for episode in episodes:
         record = stack.exported(episode, steps=1)
         assert len(record["turns"]) == 2 and record["tokens"] is not None and record["rewards"] == [0.0]
+
+
+def test_a_restarted_proxy_goes_on_with_the_episodes_turns_and_segment(stack: ProxyStack) -> None:
+    episode = stack.episode()
+    client = chat(stack, episode)
+    first = client.chat.completions.create(model="q", messages=[SYSTEM, USER], tools=TOOLS)
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    history = [SYSTEM, USER, first.choices[0].message.model_dump(exclude_none=True)]
+    history.append({"role": "tool", "tool_call_id": call.id, "content": "customers"})
+    with CaptureProxy(stack.upstream, store=stack.store) as restarted:
+        again = openai.OpenAI(base_url=restarted.base_url(episode), api_key="unused", max_retries=0)
+        again.chat.completions.create(model="q", messages=history, tools=TOOLS)  # type: ignore[arg-type]
+    rows = stack.proxy.turns(episode)
+    assert [(row["turn"], row["segment"], row["segment_reason"]) for row in rows] == [(1, 0, None), (2, 0, None)]
+    assert rows[1]["prompt_ids"][: len(rows[0]["prompt_ids"]) + len(rows[0]["completion_ids"])] == (
+        rows[0]["prompt_ids"] + rows[0]["completion_ids"]
+    )
