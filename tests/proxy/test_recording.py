@@ -4,8 +4,10 @@ segments where the harness rewrote its history, with side requests kept out of t
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -13,6 +15,8 @@ import openai
 import pytest
 
 from openenv_mcp.proxy import CaptureProxy
+from openenv_mcp.trajectories import iter_records
+from openenv_mcp.trajectories.store import TrajectoryStore
 from tests.support.token_model import ProxyStack, proxy_stack
 
 TOOLS: list[Any] = [
@@ -166,3 +170,29 @@ def test_a_restarted_proxy_goes_on_with_the_episodes_turns_and_segment(stack: Pr
     assert rows[1]["prompt_ids"][: len(rows[0]["prompt_ids"]) + len(rows[0]["completion_ids"])] == (
         rows[0]["prompt_ids"] + rows[0]["completion_ids"]
     )
+
+
+def test_a_store_made_before_the_proxy_gets_its_columns_and_keeps_its_rows(stack: ProxyStack, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'old.db'}"
+    older = TrajectoryStore(store)
+    older.create()
+    toolset = older.save_toolset(server="sql", description="d", tools=[])
+    episode = {"id": "t1", "episode_id": "old-1", "server": "sql", "toolset_id": toolset, "task_id": "x"}
+    episode.update(split="test", seed=0, prompt="p", max_steps=5, created_at=1.0)
+    older.write(opened=[{**episode, "step_count": 0, "total_reward": 0.0, "done": False, "dropped_steps": 0}])
+    older.close()
+    with sqlite3.connect(tmp_path / "old.db") as database:
+        for column in ("wire", "side", "segment", "segment_reason"):
+            database.execute(f"ALTER TABLE trajectory_turns DROP COLUMN {column}")
+        database.execute(
+            "INSERT INTO trajectory_turns (server, episode_id, turn, model, finish_reason, prompt_ids, completion_ids,"
+            " logprobs, at) VALUES ('sql', 'old-1', 1, 'm', 'stop', '[7, 8]', '[9]', '[-0.5]', 1.0)"
+        )
+    with CaptureProxy(stack.upstream, store=store) as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url("old-1"), api_key="unused", max_retries=0)
+        client.chat.completions.create(model="q", messages=[SYSTEM, USER], tools=TOOLS)
+        rows = proxy.turns("old-1")
+    assert [(row["turn"], row["wire"], row["segment"]) for row in rows] == [(1, None, None), (2, "chat", 0)]
+    (record,) = list(iter_records(store))
+    assert record["turns"][0]["completion_ids"] == [9]
+    assert "segment" not in record["turns"][0] and record["turns"][1]["segment"] == 0
