@@ -308,12 +308,21 @@ class TrajectoryStore:
         return None if row is None else str(row.server)
 
     def episode_turns(self, episode_id: str, *, server: str | None = None) -> list[dict[str, Any]]:
-        """The model turns stored for ``episode_id`` (of ``server`` when given), in turn order."""
-        with self.engine.connect() as conn:
-            query = self._select(conn, turns).where(turns.c.episode_id == episode_id)
-            if server is not None:
-                query = query.where(turns.c.server == server)
-            return [dict(row._mapping) for row in conn.execute(query.order_by(turns.c.turn, turns.c.id))]
+        """The model turns stored for ``episode_id`` (of ``server`` when given), in turn order.
+
+        Raises:
+            BackendUnavailable: the store cannot be read.
+        """
+        try:
+            with self.engine.connect() as conn:
+                query = self._select(conn, turns).where(turns.c.episode_id == episode_id)
+                if server is not None:
+                    query = query.where(turns.c.server == server)
+                return [dict(row._mapping) for row in conn.execute(query.order_by(turns.c.turn, turns.c.id))]
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} cannot be read: {str(exc).splitlines()[0]}"
+            ) from exc
 
     def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:
         """Episodes matching ``where``, oldest first, each with its steps; streamed in chunks."""

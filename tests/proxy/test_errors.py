@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from openenv_mcp.cli import main
 from openenv_mcp.proxy import CaptureProxy, EngineOptions
 from tests.support import free_port
-from tests.support.token_model import ProxyStack, proxy_stack
+from tests.support.token_model import ProxyStack, proxy_stack, stored_episode
 
 CHAT = {"model": "q", "messages": [{"role": "user", "content": "hi"}], "tools": []}
 RESPONSES = {"model": "q", "input": "hi"}
@@ -131,6 +132,23 @@ def test_an_upstream_that_is_down_is_503_in_the_wires_own_shape(tmp_path: Path, 
     kind, message = shape(wire, answer.json(), 503)
     assert kind in ("server_error", "api_error", "UNAVAILABLE")
     assert "cannot be reached" in message and "--upstream" in message
+
+
+def test_a_turn_the_store_refuses_is_not_answered(stack: ProxyStack, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'broken.db'}"
+    stored_episode(store, "ep-1")
+    stored_episode(store, "ep-2")
+    with CaptureProxy(stack.upstream, store=store) as proxy:
+        url = f"{proxy.base_url('ep-1', v1=False)}/v1/messages"
+        assert httpx.post(url, json=MESSAGES, timeout=30).status_code == 200
+        with sqlite3.connect(tmp_path / "broken.db") as database:
+            database.execute("DROP TABLE trajectory_turns")
+        answer = httpx.post(url, json=MESSAGES, timeout=30)
+        unreadable = httpx.post(url.replace("ep-1", "ep-2"), json=MESSAGES, timeout=30)
+    assert unreadable.status_code == 503 and "cannot be read" in unreadable.json()["error"]["message"]
+    assert answer.status_code == 503
+    kind, message = shape("messages", answer.json(), 503)
+    assert kind == "api_error" and "refused the captured turns" in message and "the reply was not sent" in message
 
 
 def test_the_command_refuses_to_run_without_a_store(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,8 +16,7 @@ import pytest
 
 from openenv_mcp.proxy import CaptureProxy
 from openenv_mcp.trajectories import iter_records
-from openenv_mcp.trajectories.store import TrajectoryStore
-from tests.support.token_model import ProxyStack, proxy_stack
+from tests.support.token_model import ProxyStack, proxy_stack, stored_episode
 
 TOOLS: list[Any] = [
     {"type": "function", "function": {"name": "list_tables", "parameters": {"type": "object", "properties": {}}}}
@@ -174,13 +173,7 @@ def test_a_restarted_proxy_goes_on_with_the_episodes_turns_and_segment(stack: Pr
 
 def test_a_store_made_before_the_proxy_gets_its_columns_and_keeps_its_rows(stack: ProxyStack, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'old.db'}"
-    older = TrajectoryStore(store)
-    older.create()
-    toolset = older.save_toolset(server="sql", description="d", tools=[])
-    episode = {"id": "t1", "episode_id": "old-1", "server": "sql", "toolset_id": toolset, "task_id": "x"}
-    episode.update(split="test", seed=0, prompt="p", max_steps=5, created_at=1.0)
-    older.write(opened=[{**episode, "step_count": 0, "total_reward": 0.0, "done": False, "dropped_steps": 0}])
-    older.close()
+    stored_episode(store, "old-1")
     with sqlite3.connect(tmp_path / "old.db") as database:
         for column in ("wire", "side", "segment", "segment_reason"):
             database.execute(f"ALTER TABLE trajectory_turns DROP COLUMN {column}")

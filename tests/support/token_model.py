@@ -32,7 +32,17 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-__all__ = ["QWEN_TEMPLATE", "SPECIAL", "ProxyStack", "TokenModel", "detokenize", "logprob", "proxy_stack", "tokenize"]
+__all__ = [
+    "QWEN_TEMPLATE",
+    "SPECIAL",
+    "ProxyStack",
+    "TokenModel",
+    "detokenize",
+    "logprob",
+    "proxy_stack",
+    "stored_episode",
+    "tokenize",
+]
 
 # Qwen 2.5 Instruct's chat template (as its tokenizer_config.json and its GGUF files carry it)
 QWEN_TEMPLATE = (Path(__file__).parent / "qwen2_5_chat_template.jinja").read_text()
@@ -203,6 +213,19 @@ class ProxyStack:
             if time.monotonic() > deadline:
                 raise AssertionError(f"episode {episode_id} with {steps} steps not exported within 10 s: {found}")
             time.sleep(0.1)
+
+
+def stored_episode(store: str, episode_id: str) -> None:
+    """An episode row in ``store``, as a recording server's reset writes it (for stores no server runs on)."""
+    from openenv_mcp.trajectories.store import TrajectoryStore
+
+    opened = TrajectoryStore(store)
+    opened.create()
+    toolset = opened.save_toolset(server="sql", description="d", tools=[])
+    row = {"id": episode_id[:32], "episode_id": episode_id, "server": "sql", "toolset_id": toolset, "task_id": "x"}
+    row.update(split="test", seed=0, prompt="p", max_steps=5, created_at=time.time())
+    opened.write(opened=[{**row, "step_count": 0, "total_reward": 0.0, "done": False, "dropped_steps": 0}])
+    opened.close()
 
 
 @contextlib.contextmanager
