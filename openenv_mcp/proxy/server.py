@@ -13,13 +13,14 @@ and the port it took is read from its first line. Either way, leaving the block 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess as subprocesses
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -106,6 +107,7 @@ class CaptureProxy:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._reader: TrajectoryStore | None = None
+        self._template_file: Path | None = None
 
     def base_url(self, episode_id: str, *, v1: bool = True) -> str:
         """The base URL to give a harness for ``episode_id`` (``v1=False`` for those that append ``/v1``)."""
@@ -150,13 +152,26 @@ class CaptureProxy:
 
     def _spawn(self) -> None:
         command = [sys.executable, "-m", "openenv_mcp.cli", "proxy", "--upstream", self.upstream]
-        command += ["--host", self.host, "--port", str(self.port), "--timeout", str(self.timeout)]
+        command += [
+            "--store",
+            self.store,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--timeout",
+            str(self.timeout),
+        ]
         command += ["--tool-parser", self.options.parser, "--episode-wait", str(self.options.episode_wait)]
         if self.options.max_tokens is not None:
             command += ["--max-tokens", str(self.options.max_tokens)]
-        environment = {**os.environ, "OPENENV_TRAJECTORIES": self.store}
+        if self.options.chat_template is not None:
+            with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as written:
+                written.write(self.options.chat_template)
+            self._template_file = Path(written.name)
+            command += ["--chat-template", written.name]
         self.process = process = subprocesses.Popen(
-            command, stdout=subprocesses.PIPE, stderr=subprocesses.STDOUT, text=True, env=environment
+            command, stdout=subprocesses.PIPE, stderr=subprocesses.STDOUT, text=True
         )
         found: list[str] = []
         ready = threading.Event()
@@ -185,6 +200,8 @@ class CaptureProxy:
                 self.process.stdout.close()
         if self._reader is not None:
             self._reader.close()
+        if self._template_file is not None:
+            self._template_file.unlink(missing_ok=True)
         self._server = self._thread = self.process = None
 
 

@@ -19,7 +19,7 @@ import pytest
 from openenv_mcp.cli import main
 from openenv_mcp.proxy import CaptureProxy, EngineOptions
 from tests.support import free_port
-from tests.support.token_model import ProxyStack, proxy_stack, stored_episode
+from tests.support.token_model import ProxyStack, detokenize, proxy_stack, stored_episode
 
 CHAT = {"model": "q", "messages": [{"role": "user", "content": "hi"}], "tools": []}
 RESPONSES = {"model": "q", "input": "hi"}
@@ -161,11 +161,15 @@ def test_the_command_refuses_to_run_without_a_store(monkeypatch: pytest.MonkeyPa
 
 def test_the_proxy_runs_as_its_own_process_and_records_there(stack: ProxyStack) -> None:
     episode = stack.episode()
-    options = EngineOptions(max_tokens=64)
+    template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>me:"
+    options = EngineOptions(max_tokens=64, chat_template=template)
     with CaptureProxy(stack.upstream, store=stack.store, options=options, subprocess=True) as process:
         assert process.process is not None and process.process.poll() is None
         client = openai.OpenAI(base_url=process.base_url(episode), api_key="unused", max_retries=0)
         client.chat.completions.create(model="q", messages=CHAT["messages"])  # type: ignore[arg-type]
-        assert [row["side"] for row in process.turns(episode)] == [True]
+        (row,) = process.turns(episode)
+        assert (
+            row["side"] is True and detokenize(row["prompt_ids"]) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>me:"
+        )
         child = process.process
     assert child.poll() is not None
