@@ -32,6 +32,7 @@ class Conversation:
         tool_choice: ``auto``, ``none``, ``required`` or a tool's name (``none``: calls in the text stay text).
         stream: The client asked for a stream.
         names: A flattened tool name -> ``(namespace, name)`` as the client declared it (Responses namespaces).
+        custom: The tools that take free text (Responses ``custom`` tools), shown as functions of one ``input``.
     """
 
     messages: list[dict[str, Any]]
@@ -41,6 +42,7 @@ class Conversation:
     tool_choice: str = "auto"
     stream: bool = False
     names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    custom: frozenset[str] = frozenset()
 
     @property
     def schemas(self) -> dict[str, dict[str, Any]]:

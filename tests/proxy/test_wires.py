@@ -272,3 +272,35 @@ def test_gemini_streams_its_candidates_and_takes_function_responses_back(stack: 
 def test_models_are_listed_for_clients_that_ask_first(stack: ProxyStack) -> None:
     listed = httpx.get(f"{stack.proxy.url}/v1/models", timeout=30).json()
     assert [model["id"] for model in listed["data"]] == ["stand-in-qwen.gguf"]
+
+
+def test_responses_custom_tools_take_free_text_and_come_back_as_custom_tool_calls(stack: ProxyStack) -> None:
+    episode = stack.episode()
+    tools = [{"type": "custom", "name": "apply_patch", "description": "Edit files.", "format": {"type": "text"}}]
+    stack.model.script.append(
+        '<tool_call>\n{"name": "apply_patch", "arguments": {"input": "*** Begin Patch\\n*** End Patch"}}\n</tool_call>'
+    )
+    body = {"model": "qwen", "input": "Fix it.", "tools": tools, "stream": True}
+    sequence = events(httpx.post(f"{stack.proxy.base_url(episode)}/responses", json=body, timeout=30))
+    assert [name for name, _ in sequence][2:6] == [
+        "response.output_item.added",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.output_item.done",
+    ]
+    item = sequence[5][1]["item"]  # type: ignore[index]
+    assert (item["type"], item["name"], item["input"]) == (
+        "custom_tool_call",
+        "apply_patch",
+        "*** Begin Patch\n*** End Patch",
+    )
+    assert '"required": ["input"]' in shown(stack)
+    history = [
+        {"type": "message", "role": "user", "content": "Fix it."},
+        {"type": "custom_tool_call", "call_id": item["call_id"], "name": "apply_patch", "input": item["input"]},
+        {"type": "custom_tool_call_output", "call_id": item["call_id"], "output": "Done!"},
+    ]
+    client = openai.OpenAI(base_url=stack.proxy.base_url(episode), api_key="unused", max_retries=0)
+    client.responses.create(model="qwen", input=history, tools=tools)  # type: ignore[arg-type]
+    assert '"arguments": {"input": "*** Begin Patch\\n*** End Patch"}}' in shown(stack)
+    assert "<tool_response>\nDone!\n</tool_response>" in shown(stack)

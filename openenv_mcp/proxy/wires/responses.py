@@ -1,9 +1,11 @@
 """OpenAI Responses: ``POST /v1/responses``, streamed (the whole event sequence) or whole.
 
 Read: ``instructions``; ``input`` as text or items (``message`` of any role, ``function_call``,
-``function_call_output``; ``reasoning`` items are skipped, since the proxy never writes any); ``tools`` of type
-``function`` and ``namespace`` (Codex puts MCP tools in a namespace such as ``mcp__sql``: each inner function is
-shown to the model as ``NAMESPACE__NAME``, and its call item carries ``namespace`` and the inner ``name`` back);
+``function_call_output``, ``custom_tool_call``, ``custom_tool_call_output``; ``reasoning`` items are skipped, since
+the proxy never writes any); ``tools`` of type ``function``, ``custom`` (free text: shown as a function of one
+string ``input``, called back as a ``custom_tool_call``) and ``namespace`` (Codex puts MCP tools in a namespace
+such as ``mcp__sql``: each inner tool is shown to the model as ``NAMESPACE__NAME``, and its call item carries
+``namespace`` and the inner ``name`` back);
 ``tool_choice``, ``max_output_tokens``, ``temperature``, ``top_p``. ``reasoning``, ``include``, ``store``,
 ``prompt_cache_key``, ``parallel_tool_calls``, ``text`` and the rest are accepted and left alone; other tool types
 (built-in web search, shells) are not shown to the model. An input item of another type is refused by name.
@@ -25,11 +27,16 @@ __all__ = ["NAME", "answer", "error", "read", "stream"]
 NAME = "responses"
 error = openai_error
 _SKIPPED_ITEMS = ("reasoning",)
+_FREE_TEXT = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "The tool's input, as free text"}},
+    "required": ["input"],
+}
 
 
 def read(body: Mapping[str, Any]) -> Conversation:
     """A Responses request as a conversation."""
-    tools, names = _tools(field_of(body, "tools", list, default=[]) or [])
+    tools, names, custom = _tools(field_of(body, "tools", list, default=[]) or [])
     messages: list[dict[str, Any]] = []
     instructions = field_of(body, "instructions", str)
     if instructions:
@@ -57,27 +64,42 @@ def read(body: Mapping[str, Any]) -> Conversation:
         tool_choice=choice if isinstance(choice, str) else "auto",
         stream=bool(field_of(body, "stream", bool, default=False)),
         names=names,
+        custom=custom,
     )
 
 
-def _tools(given: list[Any]) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
+def _tools(given: list[Any]) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]], frozenset[str]]:
     tools: list[dict[str, Any]] = []
     names: dict[str, tuple[str, str]] = {}
+    custom: set[str] = set()
     for tool in given:
         if not isinstance(tool, dict):
             raise RequestInvalid("Each tool must be an object")
-        if tool.get("type") == "function":
-            tools.append(_function(tool, tool.get("name")))
+        if tool.get("type") in ("function", "custom"):
+            tools.append(_declared(tool, None, names, custom))
         elif tool.get("type") == "namespace":
             namespace = tool.get("name")
             if not isinstance(namespace, str) or not isinstance(tool.get("tools"), list):
                 raise RequestInvalid("A namespace tool must have a 'name' and a list of 'tools'")
             for inner in tool["tools"]:
-                if isinstance(inner, dict) and inner.get("type", "function") == "function":
-                    flat = _flat(namespace, inner.get("name"))
-                    tools.append(_function(inner, flat))
-                    names[flat] = (namespace, str(inner["name"]))
-    return tools, names
+                if isinstance(inner, dict) and inner.get("type", "function") in ("function", "custom"):
+                    tools.append(_declared(inner, namespace, names, custom))
+    return tools, names, frozenset(custom)
+
+
+def _declared(
+    tool: Mapping[str, Any], namespace: str | None, names: dict[str, tuple[str, str]], custom: set[str]
+) -> dict[str, Any]:
+    """A function or custom tool (in ``namespace``) as the function the model is shown."""
+    flat = _flat(namespace, tool.get("name")) if namespace else tool.get("name")
+    if not isinstance(flat, str):
+        raise RequestInvalid("Each function tool must have a 'name'")
+    if namespace:
+        names[flat] = (namespace, str(tool["name"]))
+    if tool.get("type") == "custom":
+        custom.add(flat)
+        return _function({**tool, "parameters": _FREE_TEXT}, flat)
+    return _function(tool, flat)
 
 
 def _flat(namespace: str, name: Any) -> str:
@@ -104,25 +126,26 @@ def _item(item: Any, messages: list[dict[str, Any]]) -> None:
         if role not in ("user", "system", "developer", "assistant"):
             raise RequestInvalid(f"An input message has the role {role!r}; roles: user, system, developer, assistant")
         messages.append({"role": "system" if role == "developer" else role, "content": text_of(item.get("content"))})
-    elif kind == "function_call":
+    elif kind in ("function_call", "custom_tool_call"):
         name = item.get("name")
         namespace = item.get("namespace")
         flat = _flat(namespace, name) if isinstance(namespace, str) else name
         if not isinstance(flat, str):
-            raise RequestInvalid("A function_call item must have a 'name'")
+            raise RequestInvalid(f"A {kind} item must have a 'name'")
+        arguments = {"input": item.get("input")} if kind == "custom_tool_call" else item.get("arguments")
         call = {"id": item.get("call_id"), "type": "function"}
-        call["function"] = {"name": flat, "arguments": arguments_object(item.get("arguments"))}
+        call["function"] = {"name": flat, "arguments": arguments_object(arguments)}
         if not messages or messages[-1]["role"] != "assistant":
             messages.append({"role": "assistant", "content": ""})
         messages[-1].setdefault("tool_calls", []).append(call)
-    elif kind == "function_call_output":
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         output = item.get("output")
         text = output if isinstance(output, str) else text_of(output)
         messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": text})
     elif kind not in _SKIPPED_ITEMS:
         raise RequestInvalid(
             f"The proxy does not take input items of type {kind!r}; it takes message, function_call, "
-            "function_call_output and reasoning"
+            "function_call_output, custom_tool_call, custom_tool_call_output and reasoning"
         )
 
 
@@ -134,8 +157,13 @@ def _output(reply: Reply, conversation: Conversation) -> list[dict[str, Any]]:
             {"type": "message", "id": new_id("msg_"), "status": "completed", "role": "assistant", "content": [part]}
         )
     for call in reply.calls:
-        item = {"type": "function_call", "id": new_id("fc_"), "call_id": call.id, "name": call.name}
-        item.update(arguments=call.arguments, status="completed")
+        if call.name in conversation.custom:
+            given = call.arguments_object.get("input")
+            item = {"type": "custom_tool_call", "id": new_id("ctc_"), "call_id": call.id, "name": call.name}
+            item.update(input=given if isinstance(given, str) else call.arguments, status="completed")
+        else:
+            item = {"type": "function_call", "id": new_id("fc_"), "call_id": call.id, "name": call.name}
+            item.update(arguments=call.arguments, status="completed")
         if call.name in conversation.names:
             item["namespace"], item["name"] = conversation.names[call.name]
         items.append(item)
@@ -201,6 +229,13 @@ def _item_events(event: Any, index: int, item: dict[str, Any]) -> Iterator[bytes
             yield event("response.output_text.delta", **where, delta=part["text"], logprobs=[])
         yield event("response.output_text.done", **where, text=part["text"], logprobs=[])
         yield event("response.content_part.done", **where, part=part)
+    elif item["type"] == "custom_tool_call":
+        yield event(
+            "response.output_item.added", output_index=index, item={**item, "status": "in_progress", "input": ""}
+        )
+        where = {"item_id": item["id"], "output_index": index}
+        yield event("response.custom_tool_call_input.delta", **where, delta=item["input"])
+        yield event("response.custom_tool_call_input.done", **where, input=item["input"])
     else:
         yield event(
             "response.output_item.added", output_index=index, item={**item, "status": "in_progress", "arguments": ""}
