@@ -1,7 +1,8 @@
 """What the capture proxy adds to a model turn: ``python -m bench.proxy [--rounds 6] [--turns 8] [--upstream URL]``.
 
-One conversation of ``--turns`` turns (sql's system prompt and five tools, each turn adding a call and its
-result, as a harness's history grows) is played twice per round, interleaved (order reversed every other round):
+One conversation of ``--turns`` turns (sql's system prompt and five tools; each turn's reply and a tool result go
+back into the history, as a harness's grows; played once through the proxy first) is replayed twice per round,
+interleaved (order reversed every other round):
 through the proxy (``/ep/ID/v1/chat/completions``, which renders, tokenizes, generates from ids, parses and
 records each turn into SQLite) and **directly** against the inference server, the baseline:
 
@@ -82,15 +83,19 @@ def _episode(store: str, episode_id: str) -> None:
     opened.close()
 
 
-def _history(turns: int) -> list[list[dict[str, Any]]]:
-    """The conversation before each turn: system, user, then (call, result) pairs."""
+def _played(client: httpx.Client, url: str, turns: int, max_tokens: int) -> list[list[dict[str, Any]]]:
+    """Play ``turns`` turns through ``url`` as a harness does (each reply and a tool result go back into the
+    history); the conversation before each turn, to replay on both sides."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "How many?"}]
     before = []
     for turn in range(turns):
         before.append(list(messages))
-        call = {"id": f"call_{turn}", "type": "function", "function": {"name": "run_query", "arguments": "{}"}}
-        messages += [{"role": "assistant", "content": "", "tool_calls": [call]}]
-        messages += [{"role": "tool", "tool_call_id": f"call_{turn}", "content": f"row {turn}: " + "x" * 200}]
+        reply = _chat(client, url, messages, max_tokens)["choices"][0]["message"]
+        messages.append({key: value for key, value in reply.items() if value is not None})
+        for call in reply.get("tool_calls") or []:
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"row {turn}: " + "x" * 200})
+        if not reply.get("tool_calls"):
+            messages.append({"role": "user", "content": "Go on with the tools."})
     return before
 
 
@@ -137,7 +142,6 @@ def _measure(args: argparse.Namespace, proxy: CaptureProxy, store: str, upstream
     if proxy.process is None:
         raise RuntimeError("the proxy runs as its own process here")
     pid = proxy.process.pid
-    histories = _history(args.turns)
     added: list[float] = []
     ratios: list[float] = []
     cpu = 0.0
@@ -145,8 +149,8 @@ def _measure(args: argparse.Namespace, proxy: CaptureProxy, store: str, upstream
     turns = 0
     with httpx.Client(timeout=600) as client:
         _episode(store, f"warm-{os.getpid()}")  # warms both sides; its prompts are the direct side's ids
-        for messages in histories:
-            _chat(client, f"{proxy.base_url(f'warm-{os.getpid()}')}/chat/completions", messages, args.max_tokens)
+        warm = f"{proxy.base_url(f'warm-{os.getpid()}')}/chat/completions"
+        histories = _played(client, warm, args.turns, args.max_tokens)
         prompts = [row["prompt_ids"] for row in proxy.turns(f"warm-{os.getpid()}")]
         for round_number in range(args.rounds):
             episode = f"bench-{os.getpid()}-{round_number}"
@@ -180,6 +184,7 @@ def _measure(args: argparse.Namespace, proxy: CaptureProxy, store: str, upstream
         "proxy_cpu_ms_per_turn": cpu / turns * 1000,
         "proxy_cpu_us_per_token": cpu / tokens * 1e6,
         "tokens_per_turn": tokens / turns,
+        "segments": sorted({row["segment"] for row in proxy.turns(episode)}),
         "raw": {"added_ms": added, "ratios": ratios},
         "load_average": os.getloadavg(),
     }

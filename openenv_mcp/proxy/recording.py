@@ -227,12 +227,18 @@ def _reason(ids: Sequence[int], tails: Sequence[_Tail]) -> str | None:
 
 
 def _common(left: Sequence[int], right: Sequence[int]) -> int:
-    count = 0
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            break
-        count += 1
-    return count
+    """How many leading ids ``left`` and ``right`` share (by halving: list slices compare in C)."""
+    size = min(len(left), len(right))
+    if left[:size] == right[:size]:
+        return size
+    low, high = 0, size  # left[:low] == right[:low]; left[:high] != right[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if left[:middle] == right[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _row(

@@ -22,6 +22,8 @@ from openenv_mcp.proxy.errors import BackendUnavailable, UpstreamRejected, Upstr
 
 __all__ = ["Generation", "LlamaCppUpstream", "ModelCard", "Sampling", "Upstream"]
 
+_IS_INT = int.__instancecheck__  # checks a list of thousands of ids at C speed
+
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
@@ -112,7 +114,7 @@ class LlamaCppUpstream:
             "POST", "/tokenize", {"content": text, "add_special": False, "parse_special": True, "with_pieces": False}
         )
         tokens = answer.get("tokens")
-        if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
+        if not isinstance(tokens, list) or not all(map(_IS_INT, tokens)):
             raise UpstreamRejected(f"The inference server at {self.url} answered /tokenize without token ids")
         return tokens
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic_core import from_json, to_json
 from sqlalchemy import (
@@ -140,16 +140,28 @@ class TrajectoryStore:
         self._columns: dict[str, list[Column[Any]]] = {}
 
     def create(self) -> None:
-        """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
-        try:
-            metadata.create_all(self.engine, checkfirst=True)
-            self._add_missing_columns()
-            self._columns = {}
-        except SQLAlchemyError as exc:
-            raise ConfigError(
-                f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
-                f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
-            ) from None
+        """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError.
+
+        Two processes may create one store at once (a server's recorder and the capture proxy): the one that finds
+        a table or column the other has just made looks again, up to three times.
+        """
+        for attempt in range(3):
+            try:
+                metadata.create_all(self.engine, checkfirst=True)
+                self._add_missing_columns()
+                self._columns = {}
+                return
+            except SQLAlchemyError as exc:
+                if attempt < 2 and ("already exists" in str(exc) or "duplicate column" in str(exc)):
+                    time.sleep(0.05)
+                    continue
+                self._refuse(exc)
+
+    def _refuse(self, exc: SQLAlchemyError) -> NoReturn:
+        raise ConfigError(
+            f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
+        ) from None
 
     def _add_missing_columns(self) -> None:
         """Add the nullable columns a database made by an older version lacks (never drops or changes any)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from openenv_mcp.proxy import CaptureProxy
 from openenv_mcp.trajectories import iter_records
+from openenv_mcp.trajectories.store import TrajectoryStore
 from tests.support.token_model import ProxyStack, proxy_stack, stored_episode
 
 TOOLS: list[Any] = [
@@ -189,3 +191,22 @@ def test_a_store_made_before_the_proxy_gets_its_columns_and_keeps_its_rows(stack
     (record,) = list(iter_records(store))
     assert record["turns"][0]["completion_ids"] == [9]
     assert "segment" not in record["turns"][0] and record["turns"][1]["segment"] == 0
+
+
+def test_processes_opening_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
+    # the proxy and a server's recorder both create the tables of a store that does not exist yet
+    for attempt in range(5):
+        url = f"sqlite:///{tmp_path / f'new-{attempt}.db'}"
+        start = threading.Barrier(6)
+
+        def open_it(url: str = url, start: threading.Barrier = start) -> None:
+            store = TrajectoryStore(url)
+            start.wait(timeout=10)
+            try:
+                store.create()
+            finally:
+                store.close()
+
+        with ThreadPoolExecutor(6) as pool:
+            for done in [pool.submit(open_it) for _ in range(6)]:
+                done.result(timeout=30)
