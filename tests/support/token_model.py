@@ -184,11 +184,22 @@ class ProxyStack:
     prompts: dict[str, str] = field(default_factory=dict)  # each episode's task prompt
 
     def episode(self) -> str:
-        """A new episode of the sql server (its id)."""
+        """A new episode of the sql server (its id), once the server's recorder has stored it."""
         answer = httpx.post(f"{self.env_url}/reset", json={"seed": 1}, timeout=30)
         answer.raise_for_status()
         episode = str(answer.json()["episode_id"])
         self.prompts[episode] = answer.json()["observation"]["content"][0]["text"]
+        from openenv_mcp.trajectories.store import TrajectoryStore
+
+        store = TrajectoryStore(self.store)  # the server's recorder writes the episode within its flush interval
+        try:
+            deadline = time.monotonic() + 10
+            while store.episode_server(episode) is None:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the server did not record episode {episode} within 10 s")
+                time.sleep(0.05)
+        finally:
+            store.close()
         return episode
 
     def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
