@@ -37,6 +37,12 @@ def add_commands(commands: Any) -> None:
     )
     proxy.add_argument("--chat-template", help="a Jinja chat template file to use instead of the server's")
     proxy.add_argument(
+        "--template-replies",
+        action="store_true",
+        help="show the model its earlier calls as the chat template renders what the harness sent back, not as it "
+        "wrote them (then a reply rendered otherwise opens a new segment)",
+    )
+    proxy.add_argument(
         "--episode-wait",
         type=float,
         default=5.0,
@@ -61,6 +67,7 @@ def _proxy(args: argparse.Namespace) -> int:
             chat_template=Path(args.chat_template).read_text() if args.chat_template else None,
             max_tokens=args.max_tokens,
             episode_wait=args.episode_wait,
+            own_replies=not args.template_replies,
         )
     except (OSError, ValueError) as exc:
         raise ConfigError(str(exc)) from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,7 +24,7 @@ from openenv_mcp.proxy.template import ChatTemplate
 from openenv_mcp.proxy.upstream import ModelCard, Upstream
 from openenv_mcp.rollout.parsers import PARSERS, parse_text
 
-__all__ = ["Engine", "EngineOptions"]
+__all__ = ["Engine", "EngineOptions", "own_replies"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +36,17 @@ class EngineOptions:
         chat_template: A Jinja chat template to use instead of the server's (its text).
         max_tokens: The most tokens a reply may have, whatever the request asks (``None``: the request's).
         episode_wait: Seconds to wait for an episode the store does not hold yet before refusing it.
+        own_replies: Show the model each of its earlier replies that made calls as it wrote it (found by the ids
+            the proxy gave the calls), instead of the chat template's rendering of the calls the harness sent back:
+            the model reads its own tokens again, and the episode stays one segment. Off: the template renders
+            the calls, and a reply it renders otherwise than the model wrote it opens a segment.
     """
 
     parser: str = "auto"
     chat_template: str | None = None
     max_tokens: int | None = 4096
     episode_wait: float = 5.0
+    own_replies: bool = True
 
     def __post_init__(self) -> None:
         if self.parser not in PARSERS:
@@ -92,7 +98,11 @@ class Engine:
         """Sample the model's reply to ``conversation`` in ``episode_id`` and record it as the episode's turn."""
         state = await self.log.episode(episode_id)
         side = not conversation.tools
-        text = (await self.template()).render(conversation.messages, conversation.tools or None)
+        template = await self.template()
+        messages = conversation.messages
+        if self.options.own_replies and not side:
+            messages = own_replies(messages, state.replies, template.eos_token)
+        text = template.render(messages, conversation.tools or None)
         placement = await self.log.place(state, text, self.upstream.tokenize, side=side, opening=self._opening)
         sampling = conversation.sampling
         if self.options.max_tokens is not None:
@@ -133,3 +143,29 @@ class Engine:
             written = call.written if arguments is None else json.dumps(arguments, ensure_ascii=False)
             calls.append(Call(new_id("call_"), call.name, written))
         return (found.content or "") if calls else text, calls
+
+
+def own_replies(messages: list[dict[str, Any]], replies: Mapping[str, str], eos: str) -> list[dict[str, Any]]:
+    """``messages`` with each assistant message whose calls all come from one earlier reply of the model (by the
+    ids the proxy gave them) replaced by that reply as the model wrote it, without its end-of-turn token.
+
+    A template renders an assistant message of text alone as its header, the text and its end token: so the
+    prompt holds the tokens the model sampled, where rendering the calls the harness sent back would write them
+    in the template's own words (other spacing, other order, the calls without the prose around them).
+    """
+    kept = []
+    for message in messages:
+        calls = message.get("tool_calls") or []
+        written = {replies.get(_call_id(call)) for call in calls}
+        if message.get("role") == "assistant" and calls and len(written) == 1 and None not in written:
+            text = str(written.pop())
+            kept.append({"role": "assistant", "content": text.removesuffix(eos) if eos else text})
+        else:
+            kept.append(message)
+    return kept
+
+
+def _call_id(call: Mapping[str, Any]) -> str:
+    """A call's id as the proxy gave it (the Messages wire writes ``toolu_`` where the others write ``call_``)."""
+    given = str(call.get("id") or "")
+    return "call_" + given.removeprefix("toolu_") if given.startswith("toolu_") else given

@@ -50,13 +50,16 @@ class _Tail:
 
 @dataclass(slots=True)
 class EpisodeTurns:
-    """What the proxy keeps of one episode: its server, its turn count, and each segment's tail."""
+    """What the proxy keeps of one episode: its server, its turn count, each segment's tail, and the text of each
+    reply that made calls, by call id (what the model wrote, to show it again in place of the template's
+    rendering of the calls)."""
 
     episode_id: str
     server: str
     turns: int
     segments: int
     tails: list[_Tail] = field(default_factory=list)
+    replies: dict[str, str] = field(default_factory=dict)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
@@ -179,6 +182,8 @@ class TurnLog:
                 ) from exc
             state.turns = number
             if not turn.side:
+                for call in turn.calls:
+                    state.replies[call["id"]] = turn.raw
                 state.segments = max(state.segments, segment + 1)
                 state.tails = [tail for tail in state.tails if tail.segment != segment]
                 state.tails.append(
@@ -201,6 +206,9 @@ def _restored(episode_id: str, server: str, rows: Sequence[Mapping[str, Any]]) -
     """An episode's state from its stored turns: the count, and each segment's last prompt and completion."""
     state = EpisodeTurns(episode_id, server, max((row["turn"] for row in rows), default=0), 0)
     policy = [row for row in rows if not row.get("side") and row.get("segment") is not None]
+    for row in policy:
+        for call in row.get("calls") or []:
+            state.replies[call["id"]] = row.get("text") or ""
     state.segments = max((row["segment"] for row in policy), default=-1) + 1
     for segment in range(state.segments):
         members = [row for row in policy if row["segment"] == segment]

@@ -165,6 +165,8 @@ class CaptureProxy:
         command += ["--tool-parser", self.options.parser, "--episode-wait", str(self.options.episode_wait)]
         if self.options.max_tokens is not None:
             command += ["--max-tokens", str(self.options.max_tokens)]
+        if not self.options.own_replies:
+            command.append("--template-replies")
         if self.options.chat_template is not None:
             with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as written:
                 written.write(self.options.chat_template)

@@ -13,7 +13,7 @@ Every call has a bounded time: ``connect`` seconds to reach the server, ``timeou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import httpx
@@ -56,7 +56,8 @@ class Generation:
         ids: The sampled token ids, in order (the end-of-turn token included when the model wrote one).
         logprobs: The log-probability of each sampled id.
         text: The reply's text as the server gives it (without a stop word or the end-of-turn token).
-        raw: Exactly the text the ids spell, special tokens included (their pieces joined).
+        raw: Exactly the text the ids spell, special tokens included (their pieces joined; a special token's text
+            from the server's /detokenize, which llama.cpp's probabilities leave empty).
         finish_reason: ``stop`` (end of turn or a stop word) or ``length`` (the token limit).
     """
 
@@ -90,6 +91,7 @@ class LlamaCppUpstream:
         self.url = url.rstrip("/").removesuffix("/v1")
         self.timeout = timeout
         self._client = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout, connect=connect))
+        self._specials: dict[int, bytes] = {}
 
     async def card(self) -> ModelCard:
         props = await self._call("GET", "/props")
@@ -138,7 +140,18 @@ class LlamaCppUpstream:
             if value is not None:
                 body[name] = value
         answer = await self._call("POST", "/completion", body)
-        return _generation(answer, self.url)
+        generation, pieces = _generation(answer, self.url)
+        text = bytearray()
+        for token, piece in zip(generation.ids, pieces, strict=True):
+            text += piece if piece is not None else await self._special(token)
+        return replace(generation, raw=text.decode("utf-8", errors="replace"))
+
+    async def _special(self, token: int) -> bytes:
+        """The text of a token the server gives no bytes for (a special token), from /detokenize, kept."""
+        if token not in self._specials:
+            answer = await self._call("POST", "/detokenize", {"tokens": [token]})
+            self._specials[token] = str(answer.get("content") or "").encode()
+        return self._specials[token]
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -181,8 +194,14 @@ def _message(response: httpx.Response) -> str:
     return str(body)[:500]
 
 
-def _generation(answer: dict[str, Any], url: str) -> Generation:
-    """A ``/completion`` answer's sampled ids, their log-probabilities and text (one entry per sampled token)."""
+def _generation(answer: dict[str, Any], url: str) -> tuple[Generation, list[bytes | None]]:
+    """A ``/completion`` answer's sampled ids, their log-probabilities and text, and each id's bytes (``None``
+    where the server gives none: a special token such as the end of the turn, whose text /detokenize gives).
+
+    The ids are those of ``completion_probabilities``, one per sampled token that the reply keeps: with a stop word,
+    llama.cpp cuts the word's tokens from the text and from the probabilities (``tokens`` still has them), and the
+    harness never shows them to the model again.
+    """
     entries = answer.get("completion_probabilities")
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         raise UpstreamRejected(
@@ -191,26 +210,30 @@ def _generation(answer: dict[str, Any], url: str) -> Generation:
         )
     ids = [entry.get("id") for entry in entries]
     logprobs = [entry.get("logprob") for entry in entries]
-    if not all(isinstance(token, int) for token in ids) or not all(
-        isinstance(value, int | float) for value in logprobs
-    ):
+    if not all(map(_IS_INT, ids)) or not all(isinstance(value, int | float) for value in logprobs):
         raise UpstreamRejected(
             f"The inference server at {url} answered /completion without an id and logprob per token"
         )
     tokens = answer.get("tokens")
-    if isinstance(tokens, list) and tokens and tokens != ids[: len(tokens)]:
+    if isinstance(tokens, list) and tokens and tokens[: len(ids)] != ids:
         raise UpstreamRejected(f"The inference server at {url} reported tokens that differ from its probabilities' ids")
-    pieces = bytearray()
+    pieces: list[bytes | None] = []
     for entry in entries:
-        raw = entry.get("bytes")
-        pieces += bytes(raw) if isinstance(raw, list) else str(entry.get("token", "")).encode()
+        raw, text = entry.get("bytes"), entry.get("token")
+        if isinstance(raw, list) and raw:
+            pieces.append(bytes(raw))
+        elif isinstance(text, str) and text:
+            pieces.append(text.encode())
+        else:
+            pieces.append(None)
     stop_type = answer.get("stop_type")
     finish = "length" if stop_type == "limit" or (answer.get("truncated") is True and stop_type != "eos") else "stop"
-    return Generation(
+    generation = Generation(
         ids=[int(token) for token in ids],
         logprobs=[float(value) for value in logprobs],
         text=str(answer.get("content") or ""),
-        raw=pieces.decode("utf-8", errors="replace"),
+        raw="",
         finish_reason=finish,
         extra={"stop_type": stop_type, "stopping_word": answer.get("stopping_word")},
     )
+    return generation, pieces

