@@ -145,24 +145,37 @@ class Engine:
         return (found.content or "") if calls else text, calls
 
 
-def own_replies(messages: list[dict[str, Any]], replies: Mapping[str, str], eos: str) -> list[dict[str, Any]]:
+def own_replies(
+    messages: list[dict[str, Any]], replies: Mapping[str, tuple[int, str]], eos: str
+) -> list[dict[str, Any]]:
     """``messages`` with each assistant message whose calls all come from one earlier reply of the model (by the
     ids the proxy gave them) replaced by that reply as the model wrote it, without its end-of-turn token.
 
     A template renders an assistant message of text alone as its header, the text and its end token: so the
     prompt holds the tokens the model sampled, where rendering the calls the harness sent back would write them
-    in the template's own words (other spacing, other order, the calls without the prose around them).
+    in the template's own words (other spacing, other order, the calls without the prose around them). A harness
+    that sends one reply's calls back as several assistant messages (each followed by its result) gets the reply
+    once, in place of the first: the results then follow it in order, as they would have after the reply.
     """
-    kept = []
+    kept: list[dict[str, Any]] = []
+    shown: set[int] = set()
     for message in messages:
         calls = message.get("tool_calls") or []
-        written = {replies.get(_call_id(call)) for call in calls}
-        if message.get("role") == "assistant" and calls and len(written) == 1 and None not in written:
-            text = str(written.pop())
-            kept.append({"role": "assistant", "content": text.removesuffix(eos) if eos else text})
-        else:
+        reply = _reply_of(calls, replies) if message.get("role") == "assistant" and calls else None
+        if reply is None:
             kept.append(message)
+            continue
+        turn, text = reply
+        if turn not in shown:
+            shown.add(turn)
+            kept.append({"role": "assistant", "content": text.removesuffix(eos) if eos else text})
     return kept
+
+
+def _reply_of(calls: list[dict[str, Any]], replies: Mapping[str, tuple[int, str]]) -> tuple[int, str] | None:
+    """The one earlier reply all of ``calls`` came from, or ``None``."""
+    found = {replies.get(_call_id(call)) for call in calls}
+    return found.pop() if len(found) == 1 else None
 
 
 def _call_id(call: Mapping[str, Any]) -> str:

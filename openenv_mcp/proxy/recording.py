@@ -59,7 +59,7 @@ class EpisodeTurns:
     turns: int
     segments: int
     tails: list[_Tail] = field(default_factory=list)
-    replies: dict[str, str] = field(default_factory=dict)
+    replies: dict[str, tuple[int, str]] = field(default_factory=dict)  # call id -> (its turn, the turn's text)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
@@ -183,7 +183,7 @@ class TurnLog:
             state.turns = number
             if not turn.side:
                 for call in turn.calls:
-                    state.replies[call["id"]] = turn.raw
+                    state.replies[call["id"]] = (number, turn.raw)
                 state.segments = max(state.segments, segment + 1)
                 state.tails = [tail for tail in state.tails if tail.segment != segment]
                 state.tails.append(
@@ -208,7 +208,7 @@ def _restored(episode_id: str, server: str, rows: Sequence[Mapping[str, Any]]) -
     policy = [row for row in rows if not row.get("side") and row.get("segment") is not None]
     for row in policy:
         for call in row.get("calls") or []:
-            state.replies[call["id"]] = row.get("text") or ""
+            state.replies[call["id"]] = (row["turn"], row.get("text") or "")
     state.segments = max((row["segment"] for row in policy), default=-1) + 1
     for segment in range(state.segments):
         members = [row for row in policy if row["segment"] == segment]

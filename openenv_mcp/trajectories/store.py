@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 _PROGRESS = ("step_count", "total_reward", "done")
+_CREATE_RACES = ("already exists", "duplicate column", "database is locked")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
 
@@ -143,17 +144,18 @@ class TrajectoryStore:
         """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError.
 
         Two processes may create one store at once (a server's recorder and the capture proxy): the one that finds
-        a table or column the other has just made looks again, up to three times.
+        a table or column the other has just made, or the new file locked while the other turns on its write-ahead
+        log (SQLite does not wait for that), looks again, up to five times.
         """
-        for attempt in range(3):
+        for attempt in range(5):
             try:
                 metadata.create_all(self.engine, checkfirst=True)
                 self._add_missing_columns()
                 self._columns = {}
                 return
             except SQLAlchemyError as exc:
-                if attempt < 2 and ("already exists" in str(exc) or "duplicate column" in str(exc)):
-                    time.sleep(0.05)
+                if attempt < 4 and any(race in str(exc) for race in _CREATE_RACES):
+                    time.sleep(0.05 * (attempt + 1))
                     continue
                 self._refuse(exc)
 

@@ -212,7 +212,7 @@ def test_a_store_made_before_the_proxy_gets_its_columns_and_keeps_its_rows(stack
 
 def test_processes_opening_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
     # the proxy and a server's recorder both create the tables of a store that does not exist yet
-    for attempt in range(5):
+    for attempt in range(12):
         url = f"sqlite:///{tmp_path / f'new-{attempt}.db'}"
         start = threading.Barrier(6)
 
@@ -227,3 +227,26 @@ def test_processes_opening_one_new_store_at_once_all_open_it(tmp_path: Path) -> 
         with ThreadPoolExecutor(6) as pool:
             for done in [pool.submit(open_it) for _ in range(6)]:
                 done.result(timeout=30)
+
+
+def test_a_reply_whose_calls_come_back_one_message_each_is_shown_once(stack: ProxyStack) -> None:
+    episode = stack.episode()
+    client = chat(stack, episode)
+    call = '<tool_call>\n{{"name": "list_tables", "arguments": {}}}\n</tool_call>'
+    two = call.format("{}") + "\n" + call.format('{"x": 1}')
+    stack.model.script.append(two)
+    first = client.chat.completions.create(model="q", messages=[SYSTEM, USER], tools=TOOLS)
+    calls = first.choices[0].message.tool_calls or []
+    assert len(calls) == 2
+    history: list[Any] = [SYSTEM, USER]
+    for number, call in enumerate(calls):  # as a harness that answers each call before writing the next
+        history.append({"role": "assistant", "content": None, "tool_calls": [call.model_dump()]})
+        history.append({"role": "tool", "tool_call_id": call.id, "content": f"result {number}"})
+    client.chat.completions.create(model="q", messages=history, tools=TOOLS)
+    shown = detokenize(stack.model.served[-1]["prompt_ids"])
+    assert shown.count(two) == 1
+    assert (
+        f"{two}<|im_end|>\n<|im_start|>user\n<tool_response>\nresult 0\n</tool_response>\n<tool_response>\nresult 1"
+        in shown
+    )
+    assert [row["segment"] for row in stack.proxy.turns(episode)] == [0, 0]
