@@ -257,7 +257,9 @@ def test_gemini_streams_its_candidates_and_takes_function_responses_back(stack: 
     sequence = events(httpx.post(url, json=body, timeout=30))
     assert len(sequence) == 1
     candidate = sequence[0][1]["candidates"][0]  # type: ignore[index]
-    assert candidate["content"]["parts"] == [{"functionCall": {"name": "mcp_sql_list_tables", "args": {}}}]
+    (part,) = candidate["content"]["parts"]
+    assert part["functionCall"]["name"] == "mcp_sql_list_tables" and part["functionCall"]["args"] == {}
+    assert part["functionCall"]["id"].startswith("call_")  # echoed back, it shows the model its own reply again
     assert candidate["finishReason"] == "STOP"
     body["contents"] += [
         candidate["content"],
@@ -266,6 +268,7 @@ def test_gemini_streams_its_candidates_and_takes_function_responses_back(stack: 
     whole = httpx.post(url.replace(":streamGenerateContent?alt=sse", ":generateContent"), json=body, timeout=30)
     assert whole.json()["candidates"][0]["content"]["parts"] == [{"text": "The answer is in the tool's result."}]
     assert '<tool_response>\n{"output": "t"}\n</tool_response>' in shown(stack)
+    assert [row["segment"] for row in stack.proxy.turns(episode)] == [0, 0]
     counted = httpx.post(url.replace(":streamGenerateContent?alt=sse", ":countTokens"), json=body, timeout=30)
     assert counted.json() == {"totalTokens": len(stack.model.served[-1]["prompt_ids"])}
 

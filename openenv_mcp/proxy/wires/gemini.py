@@ -4,8 +4,9 @@ Read: ``systemInstruction``, ``contents`` (roles ``user`` and ``model``; parts `
 ``functionResponse``; ``thought`` parts skipped), ``tools[].functionDeclarations`` (``parameters`` or
 ``parametersJsonSchema``; Google Search and code execution are not shown to the model),
 ``toolConfig.functionCallingConfig.mode``, ``generationConfig`` (``maxOutputTokens``, ``temperature``, ``topP``,
-``topK``, ``stopSequences``, ``seed``). Gemini's calls carry no ids: each is given one in order, and a response is
-matched to its call by name.
+``topK``, ``stopSequences``, ``seed``). The proxy gives each call it answers an ``id`` (Gemini's ``FunctionCall``
+has the field), which shows the model its own reply again when the client sends it back; a call without one is
+given one in order, and a response without one is matched to its call by name.
 """
 
 from __future__ import annotations
@@ -147,7 +148,9 @@ def answer(reply: Reply, conversation: Conversation) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if reply.content or not reply.calls:
         parts.append({"text": reply.content})
-    parts += [{"functionCall": {"name": call.name, "args": call.arguments_object}} for call in reply.calls]
+    parts += [
+        {"functionCall": {"id": call.id, "name": call.name, "args": call.arguments_object}} for call in reply.calls
+    ]
     return {
         "candidates": [
             {"content": {"role": "model", "parts": parts}, "finishReason": _FINISH[reply.finish_reason], "index": 0}
