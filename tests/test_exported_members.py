@@ -63,3 +63,9 @@ def test_only_the_two_adapters_import_the_mcp_sdk() -> None:
         if "servers" not in p.relative_to(package).parts and imports_the_sdk(p)
     )
     assert importers == ["backends/upstream.py", "doors/mcp.py"]
+
+
+def test_the_capture_proxys_api_is_pinned() -> None:
+    import openenv_mcp.proxy
+
+    assert openenv_mcp.proxy.__all__ == ["CaptureProxy", "EngineOptions"]

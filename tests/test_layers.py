@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"trajectories"},
     {"doors", "client"},
     {"rollout", "deploy", "registry"},
+    {"proxy"},  # the capture proxy reads calls with rollout's parsers; eval's harness policy runs it
     {"evaluation", "training", "authoring", "parity"},
     {"cli"},
 ]

@@ -17,8 +17,12 @@ from openenv_mcp.errors import OpenEnvError
 
 __all__ = ["main"]
 
-# `list` and `serve` need none of the other commands' modules: a server starts without them.
-_OWN_COMMANDS = {"list": "openenv_mcp.cli.catalog", "serve": "openenv_mcp.cli.serve"}
+# `list`, `serve` and `proxy` need none of the other commands' modules: a server starts without them.
+_OWN_COMMANDS = {
+    "list": "openenv_mcp.cli.catalog",
+    "serve": "openenv_mcp.cli.serve",
+    "proxy": "openenv_mcp.cli.proxy",
+}
 _COMMAND_MODULES: tuple[str, ...] = (
     *_OWN_COMMANDS.values(),
     "openenv_mcp.cli.trajectories",

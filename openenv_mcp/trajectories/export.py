@@ -45,7 +45,8 @@ def chat_record(stored: StoredEpisode) -> dict[str, Any]:
     if toolset["description"]:
         messages.append({"role": "system", "content": toolset["description"]})
     messages.append({"role": "user", "content": episode["prompt"]})
-    model_turns = [turn for turn in stored.turns if turn.get("calls") is not None]
+    # a capture proxy's turns (``wire`` set) carry tokens only: the conversation is the harness's own
+    model_turns = [turn for turn in stored.turns if turn.get("calls") is not None and not turn.get("wire")]
     if model_turns and _covers(model_turns, stored.steps):
         messages += _conversation(model_turns, stored.steps)
     else:

@@ -6,7 +6,8 @@
                          their reasons), done, timings
     trajectory_turns     one row per model call a chat policy made: the reply, its calls and what became of them,
                          and with --capture-tokens its token ids and log-probabilities (written by the policy's
-                         side, joined to its episode by server and episode id)
+                         side, joined to its episode by server and episode id); the capture proxy writes one
+                         per request a harness made (its wire format, segment, and side requests marked)
 
 The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
@@ -25,7 +26,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic_core import from_json, to_json
 from sqlalchemy import (
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 _PROGRESS = ("step_count", "total_reward", "done")
+_CREATE_RACES = ("already exists", "duplicate column", "database is locked")
 _MARKED = ("dropped_steps",)
 _CLOSE = (*_PROGRESS, "closed_at", "dropped_steps")
 
@@ -139,16 +141,29 @@ class TrajectoryStore:
         self._columns: dict[str, list[Column[Any]]] = {}
 
     def create(self) -> None:
-        """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError."""
-        try:
-            metadata.create_all(self.engine, checkfirst=True)
-            self._add_missing_columns()
-            self._columns = {}
-        except SQLAlchemyError as exc:
-            raise ConfigError(
-                f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
-                f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
-            ) from None
+        """Create the tables that do not exist yet; a database that cannot be reached is a ConfigError.
+
+        Two processes may create one store at once (a server's recorder and the capture proxy): the one that finds
+        a table or column the other has just made, or the new file locked while the other turns on its write-ahead
+        log (SQLite does not wait for that), looks again, up to five times.
+        """
+        for attempt in range(5):
+            try:
+                metadata.create_all(self.engine, checkfirst=True)
+                self._add_missing_columns()
+                self._columns = {}
+                return
+            except SQLAlchemyError as exc:
+                if attempt < 4 and any(race in str(exc) for race in _CREATE_RACES):
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                self._refuse(exc)
+
+    def _refuse(self, exc: SQLAlchemyError) -> NoReturn:
+        raise ConfigError(
+            f"Cannot open the trajectory store {self.url!r} (OPENENV_TRAJECTORIES): {exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0]}; fix the URL, or set OPENENV_TRAJECTORIES=off to record nothing"
+        ) from None
 
     def _add_missing_columns(self) -> None:
         """Add the nullable columns a database made by an older version lacks (never drops or changes any)."""
@@ -287,6 +302,40 @@ class TrajectoryStore:
             raise BackendUnavailable(
                 f"The trajectory store {self.url!r} refused the captured turns: {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}"
+            ) from exc
+
+    def episode_server(self, episode_id: str) -> str | None:
+        """The server of the latest episode with id ``episode_id``; ``None`` when there is none (yet)."""
+        query = (
+            select(episodes.c.server)
+            .where(episodes.c.episode_id == episode_id)
+            .order_by(episodes.c.created_at.desc())
+            .limit(1)
+        )
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(query).first()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} cannot be read: {str(exc).splitlines()[0]}"
+            ) from exc
+        return None if row is None else str(row.server)
+
+    def episode_turns(self, episode_id: str, *, server: str | None = None) -> list[dict[str, Any]]:
+        """The model turns stored for ``episode_id`` (of ``server`` when given), in turn order.
+
+        Raises:
+            BackendUnavailable: the store cannot be read.
+        """
+        try:
+            with self.engine.connect() as conn:
+                query = self._select(conn, turns).where(turns.c.episode_id == episode_id)
+                if server is not None:
+                    query = query.where(turns.c.server == server)
+                return [dict(row._mapping) for row in conn.execute(query.order_by(turns.c.turn, turns.c.id))]
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} cannot be read: {str(exc).splitlines()[0]}"
             ) from exc
 
     def read(self, where: EpisodeFilter | None = None, *, chunk: int = 200) -> Iterator[StoredEpisode]:

@@ -96,6 +96,11 @@ turns = Table(
     Column("error", Text),
     Column("end_reason", String(32)),
     Column("seconds", Float),
+    # added with the capture proxy (issue 32); NULL in rows a chat policy writes
+    Column("wire", String(32)),  # the wire format the harness spoke (chat, responses, messages, gemini)
+    Column("side", Boolean),  # true: a request without tools (a title, a memory), not a turn of the policy
+    Column("segment", Integer),  # the episode's segment: a run of turns each continuing the last prompt+completion
+    Column("segment_reason", Text),  # on a segment's first turn after the first: why the prompt did not continue
 )
 
 STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")

@@ -137,8 +137,9 @@ class TurnRecorder:
 def token_fields(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """An episode's stored turns with tokens as the export's ``turns`` and ``tokens`` fields (docs/capture.md).
 
-    Turns without tokens (a policy that did not capture, a call that failed) are left out; ``{}`` when none has
-    them. A row written before turns could be uncaptured (``captured`` unset) has its tokens.
+    Turns without tokens (a policy that did not capture, a call that failed) are left out, and so are a capture
+    proxy's side requests (a title, a memory: not the policy's turns); ``{}`` when none is left. A row written
+    before turns could be uncaptured (``captured`` unset) has its tokens.
 
     ``turns`` lists each model call: ``prompt_ids``, ``completion_ids``, ``logprobs``, ``model``,
     ``finish_reason``. ``tokens`` is the episode as one sequence for a trainer that concatenates
@@ -147,21 +148,39 @@ def token_fields(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     chat template put it (log-probability 0.0). It is ``None`` when a turn's prompt does not start
     with the previous prompt and completion (a chat template that rewrites earlier turns, such as one
     dropping past reasoning): then only the per-turn form is exact.
+
+    Turns the capture proxy recorded carry their ``segment``; the record then also has ``segments``, one
+    sequence as ``tokens`` is for each segment (with its ``reason``: why its first prompt did not continue the
+    episode's earlier ones), and ``tokens`` is the whole episode only when it is one segment.
     """
-    listed = [
-        {
+    kept = [turn for turn in turns if turn.get("captured") is not False and not turn.get("side")]
+    listed = []
+    for turn in kept:
+        entry = {
             "prompt_ids": list(turn["prompt_ids"]),
             "completion_ids": list(turn["completion_ids"]),
             "logprobs": list(turn["logprobs"]),
             "model": turn["model"],
             "finish_reason": turn["finish_reason"],
         }
-        for turn in turns
-        if turn.get("captured") is not False
-    ]
+        if turn.get("segment") is not None:
+            entry["segment"] = turn["segment"]
+        listed.append(entry)
     if not listed:
         return {}
-    return {"turns": listed, "tokens": _concatenated(listed)}
+    fields: dict[str, Any] = {"turns": listed, "tokens": _concatenated(listed)}
+    if any("segment" in entry for entry in listed):
+        segments = []
+        for number in sorted({entry.get("segment", 0) for entry in listed}):
+            members = [entry for entry in listed if entry.get("segment", 0) == number]
+            first = next(turn for turn in kept if (turn.get("segment") or 0) == number)
+            segments.append(
+                {"segment": number, "reason": first.get("segment_reason"), **(_concatenated(members) or {})}
+            )
+        fields["segments"] = segments
+        if len(segments) > 1:
+            fields["tokens"] = None
+    return fields
 
 
 def _concatenated(turns: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
