@@ -170,7 +170,9 @@ def test_the_slim_image_has_no_display_stack_and_the_desktop_image_has_it(sim_st
     }
     assert sizes[DESKTOP] - sizes[SLIM] > 150e6, sizes
     if BASE_IMAGE == "localhost/openenv-python:3.11-bookworm":  # the base scripts/containers makes
-        assert sizes[SLIM] <= 300e6, sizes
+        # 300 MB until the capture proxy brought jinja2 and markupsafe (it renders a model's chat template itself):
+        # the slim image measured 300.7 MB with them
+        assert sizes[SLIM] <= 305e6, sizes
 
 
 def test_both_images_hold_this_checkouts_code(sim_stack: Stack) -> None:
