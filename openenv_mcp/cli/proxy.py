@@ -51,11 +51,11 @@ def add_commands(commands: Any) -> None:
 
 
 def _proxy(args: argparse.Namespace) -> int:
-    import socket
     from pathlib import Path
 
     import uvicorn
 
+    from openenv_mcp.cli.serve import bound_socket
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.proxy.engine import EngineOptions
     from openenv_mcp.proxy.server import READY_LINE, proxy_app
@@ -73,12 +73,7 @@ def _proxy(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     store = args.store or load_settings(Settings).trajectories_url
     app = proxy_app(args.upstream, store=store, options=options, timeout=args.timeout)
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((args.host, args.port))
-    except OSError as exc:
-        raise ConfigError(f"Cannot listen on {args.host}:{args.port} ({exc.strerror}); pass another --port") from None
+    sock = bound_socket(args.host, args.port)
     sock.listen(2048)  # connections wait in the backlog from the ready line on, until uvicorn accepts them
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     print(f"{READY_LINE}http://{host}:{sock.getsockname()[1]} (upstream {args.upstream}, store {store})", flush=True)

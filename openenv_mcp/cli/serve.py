@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -64,3 +65,18 @@ def _serve_stdio(runtime: Runtime) -> int:
 
     anyio.run(run)
     return 0
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (port 0: a free one) for uvicorn to serve on; a port that is taken is a
+    ConfigError that says to pass another ``--port``."""
+    from openenv_mcp.errors import ConfigError
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"Cannot listen on {host}:{port} ({exc.strerror}); pass another --port") from None
+    return sock

@@ -41,12 +41,12 @@ def add_commands(commands: Any) -> None:
 
 
 def _view(args: argparse.Namespace) -> int:
-    import socket
     import sys
     import webbrowser
 
     import uvicorn
 
+    from openenv_mcp.cli.serve import bound_socket
     from openenv_mcp.doors.web import replay_app
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.settings import Settings, load_settings
@@ -56,12 +56,7 @@ def _view(args: argparse.Namespace) -> int:
     if url.lower() == "off":
         raise ConfigError("Trajectory recording is off (OPENENV_TRAJECTORIES=off); pass --url to read a store")
     app = replay_app(url, settings=settings, limit=args.limit)
-    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((args.host, args.port))
-    except OSError as exc:
-        raise ConfigError(f"Cannot listen on {args.host}:{args.port} ({exc.strerror}); pass another --port") from None
+    sock = bound_socket(args.host, args.port)
     port = sock.getsockname()[1]
     address = f"http://{'localhost' if args.host in ('127.0.0.1', '::1') else args.host}:{port}/web"
     print(f"Replaying {url} at {address} (Ctrl+C to stop)", file=sys.stderr, flush=True)
