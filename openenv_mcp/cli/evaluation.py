@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.cli.runs import add_policy_arguments, positive
+from openenv_mcp.cli.runs import add_policy_arguments, positive, run_stoppable
 
 if TYPE_CHECKING:
     from openenv_mcp.cli.runs import Run
@@ -45,9 +45,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import anyio
-
-    return anyio.run(_main, args)
+    return run_stoppable(_main, args)
 
 
 async def _main(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from openenv_mcp.cli.runs import add_policy_arguments, positive
+from openenv_mcp.cli.runs import add_policy_arguments, positive, run_stoppable
 
 __all__ = ["add_commands"]
 
@@ -32,9 +32,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _rollout(args: argparse.Namespace) -> int:
-    import anyio
-
-    return anyio.run(_main, args)
+    return run_stoppable(_main, args)
 
 
 async def _main(args: argparse.Namespace) -> int:

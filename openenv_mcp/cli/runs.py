@@ -2,12 +2,17 @@
 a policy chosen, and for a chat model its endpoint checked before the first episode).
 
     run = await open_run(args, stack)      # the server by URL, or started here by name; the policy that plays it
+
+Both run under :func:`run_stoppable`: SIGTERM or SIGINT cancels the run, so everything it opened (episodes, the
+servers it started) is closed on the way out before the command exits with 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,9 +24,43 @@ if TYPE_CHECKING:
     from openenv_mcp.rollout.runner import Batch, Policy
     from openenv_mcp.trajectories.turns import TurnRecorder
 
-__all__ = ["Run", "add_policy_arguments", "open_run", "positive"]
+__all__ = ["Run", "add_policy_arguments", "open_run", "positive", "run_stoppable"]
 
 _PARSERS = ("auto", "none", "hermes", "json", "mistral")  # openenv_mcp.rollout.parsers.PARSERS (a test pins it)
+
+
+def run_stoppable(main: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    """``main(args)`` on an event loop; SIGTERM or SIGINT cancels it (its ``async with`` blocks unwind: the servers
+    it started stop, its episodes close) and the exit status is then 128 + the signal's number."""
+    import anyio
+
+    async def guarded() -> int:
+        stopped: list[int] = []
+        code = 1
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                        async for number in signals:
+                            stopped.append(number)
+                            group.cancel_scope.cancel()
+                            return
+
+                group.start_soon(watch)
+                code = await main(args)
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:  # the run's own error (a ConfigError, say), as it would be unguarded
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+        if stopped:
+            name = signal.Signals(stopped[0]).name
+            print(f"openenv-mcp {args.command}: stopped by {name}; what it started is stopped", file=sys.stderr)
+            return 128 + stopped[0]
+        return code
+
+    return anyio.run(guarded)
 
 
 def positive(value: str) -> int:
