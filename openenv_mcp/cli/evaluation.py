@@ -88,7 +88,7 @@ async def _main(args: argparse.Namespace) -> int:
     _write_reports(args.out, result)
     print(result.render())
     print(f"results: {args.out / 'results.json'}, report: {args.out / 'report.html'}", file=sys.stderr)
-    return 1 if result.errors else 0
+    return 1 if result.infra else 0  # trials left to play again
 
 
 async def _task_ids(args: argparse.Namespace, run: Run) -> tuple[list[str], dict[str, str | None]]:

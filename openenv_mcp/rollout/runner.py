@@ -6,10 +6,11 @@ arguments)`` until ``episode.done`` or it chooses to stop. The runner resets eac
 episode that fails (the server answered an error, the model endpoint failed) is counted and
 reported with its message; the other episodes go on.
 
-Every episode ends for one of :data:`END_REASONS`, kept in its result: a chat policy says why it stopped
-(``episode.end_reason``); otherwise the runner tells from the episode (done, or its step limit) or from the
-error. Each result also has its wall time (reset to close) beside the environment's time (the steps) and,
-for a chat policy, the model's side (:class:`ModelSide`).
+Every episode ends for one of :data:`~openenv_mcp.rollout.endings.END_REASONS`, kept in its result: a chat policy
+says why it stopped (``episode.end_reason``); otherwise the runner tells from the episode (done, or its step limit)
+or from the error (:func:`~openenv_mcp.rollout.endings.ending_for`). An episode that ended for an infrastructure
+failure is left out of the summary's figures and counted apart. Each result also has its wall time (reset to
+close) beside the environment's time (the steps) and, for a chat policy, the model's side (:class:`ModelSide`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from openenv_mcp.client.discovery import ServerInfo
 from openenv_mcp.client.lifecycle import close_surely, opened_reset
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
+from openenv_mcp.rollout.endings import END_REASONS, PolicyError, ending_for, is_infra
 from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
@@ -47,26 +49,6 @@ __all__ = [
     "run_rollouts",
 ]
 
-
-class PolicyError(OpenEnvError):
-    """The policy could not act: its model endpoint answered an error or something unusable."""
-
-    code = "policy_error"
-    status = 502
-
-
-END_REASONS = {
-    "done": "the environment ended the episode: its task is over",
-    "step_limit": "the environment's step limit ended the episode",
-    "turn_limit": "the policy made as many model calls as it may (--max-turns)",
-    "text_only": "the model replied without a tool call, and had used its reminders (--reminders)",
-    "length": "a reply was cut at the token limit (finish_reason length) before it held a call",
-    "context_full": "the conversation no longer fits the model's context",
-    "stopped": "the policy returned with the episode still open",
-    "model_error": "the model endpoint failed (a failed trial: it runs again when an eval resumes)",
-    "server_error": "the environment server failed (a failed trial, likewise)",
-}
-"""Why an episode ended, by name."""
 
 _LAST_TEXT = 500  # characters of the model's last reply kept with a result
 
@@ -197,13 +179,18 @@ class Summary:
 
     @property
     def errors(self) -> list[EpisodeResult]:
-        """The episodes that failed (their figures are left out of the means)."""
+        """The episodes that stopped on an error (the infrastructure's, or a call the policy insisted on)."""
         return [r for r in self.results if r.error is not None]
 
     @property
+    def infra(self) -> list[EpisodeResult]:
+        """The episodes that infrastructure ended (their figures are left out of the means)."""
+        return [r for r in self.results if is_infra(r.end_reason)]
+
+    @property
     def ok(self) -> list[EpisodeResult]:
-        """The episodes that ran to their end: the policy stopped or the environment said done."""
-        return [r for r in self.results if r.error is None]
+        """The episodes scored: every one but those that infrastructure ended."""
+        return [r for r in self.results if not is_infra(r.end_reason)]
 
     @property
     def mean_reward(self) -> float:
@@ -243,10 +230,10 @@ class Summary:
 
     def render(self) -> str:
         """The summary table printed at the end of a rollout."""
-        n, failed = len(self.results), len(self.errors)
+        n, failed, infra = len(self.results), len(self.errors), len(self.infra)
         steps = len(self.latencies)
         lines = [
-            ("episodes", f"{n} ({n - failed} ok, {failed} errors)"),
+            ("episodes", f"{n} ({n - infra} scored, {infra} infra failures, {failed} errors)"),
             ("mean reward", f"{self.mean_reward:.3f}"),
             ("success rate", f"{self.success_rate:.1%} (reward >= {self.success_threshold:g})"),
             ("mean steps", f"{self.mean_steps:.2f}"),
@@ -380,7 +367,7 @@ async def _episode(
     try:
         first = await opened_reset(client, task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
     except (OpenEnvError, httpx.HTTPError) as exc:
-        result.error, result.end_reason = f"reset: {_describe(exc)}", "server_error"
+        result.error, result.end_reason = f"reset: {_describe(exc)}", ending_for(exc)
         result.seconds = time.perf_counter() - started
         return result
     episode = RolloutEpisode(client, server, first, seed)
@@ -390,8 +377,7 @@ async def _episode(
             raise TypeError(f"A policy must be an async callable taking the episode; {policy!r} returned {acting!r}")
         await acting
     except (OpenEnvError, httpx.HTTPError) as exc:
-        result.error = _describe(exc)
-        result.end_reason = "model_error" if isinstance(exc, PolicyError) else "server_error"
+        result.error, result.end_reason = _describe(exc), ending_for(exc)
     finally:
         if await close_surely(client, episode.episode_id):  # cancelled (Ctrl-C) meanwhile: closed all the same
             raise asyncio.CancelledError
