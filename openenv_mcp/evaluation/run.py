@@ -275,7 +275,7 @@ class Evaluation:
 
 
 async def evaluate(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     *,
     task_ids: Sequence[str],
@@ -286,7 +286,8 @@ async def evaluate(
     on_trial: Callable[[Trial], None] | None = None,
     difficulties: Mapping[str, str | None] | None = None,
 ) -> Evaluation:
-    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all
+    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) on the server at ``url``
+    (or spread over its replicas' URLs) and score them all
     (per difficulty tier too, from ``difficulties``: task id to tier); ``batch`` says how many at once, the
     reward that counts as a success, the server's token and what it offers."""
     batch = batch or Batch()

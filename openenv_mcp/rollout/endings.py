@@ -68,6 +68,7 @@ _BY_CODE = {
     "judge_unavailable": "judge_unavailable",
     "backend_unavailable": "backend_unavailable",
     "replica_unavailable": "replica_lost",  # the pool's: the replica is gone, and the episode with it
+    "replica_timeout": "server_timeout",  # the pool's: the replica was reached and did not answer in time
     "replay_diverged": "server_error",  # an episode rebuilt by replay went elsewhere: the environment's fault
     "grade_pending": "server_error",  # the step ran and its grade failed: the grader's backend
 }

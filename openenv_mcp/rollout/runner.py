@@ -1,4 +1,6 @@
-"""The rollout runner: many episodes at once against one server, each driven by a policy, and their summary.
+"""The rollout runner: many episodes at once against a server (or its replicas), each driven by a policy, and their
+summary. Episodes go through an :class:`~openenv_mcp.client.pool.AsyncEnvPool` over the server's URLs (one URL:
+a pool of one), which spreads them over the replicas and keeps each on its own.
 
 A policy is an async callable taking a :class:`RolloutEpisode`: it calls ``await episode.step(tool,
 arguments)`` until ``episode.done`` or it chooses to stop. The runner resets each episode (seeds
@@ -30,6 +32,7 @@ import httpx
 from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.client.discovery import ServerInfo
 from openenv_mcp.client.lifecycle import close_surely, opened_reset
+from openenv_mcp.client.pool import AsyncEnvPool
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
 from openenv_mcp.rollout.endings import END_REASONS, PolicyError, ending_for, is_infra
@@ -91,7 +94,7 @@ class RolloutEpisode:
 
     def __init__(
         self,
-        client: AsyncEnvClient,
+        client: AsyncEnvClient | AsyncEnvPool,
         server: ServerInfo,
         first: StepResult,
         seed: int,
@@ -133,7 +136,10 @@ class RolloutEpisode:
         """Call ``tool`` on this episode (``POST /step``); errors are raised as the package's exceptions."""
         started = time.perf_counter()
         try:
-            result = await self._client.step(tool, arguments, episode_id=self.episode_id)
+            if isinstance(self._client, AsyncEnvPool):
+                result = await self._client.step(self.episode_id, tool, arguments)
+            else:
+                result = await self._client.step(tool, arguments, episode_id=self.episode_id)
         finally:
             self.latencies.append(time.perf_counter() - started)
         self.steps += 1
@@ -297,7 +303,7 @@ class Batch:
 
 
 async def run_rollouts(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     *,
     episodes: int,
@@ -309,7 +315,7 @@ async def run_rollouts(
     """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``batch.concurrency`` at a time.
 
     Args:
-        url: The server's base URL.
+        url: The server's base URL, or its replicas' (episodes are spread over them).
         policy: Drives one episode (see the module docstring).
         split: The split tasks are drawn from (the server's default when not given).
         batch: How many at once, what counts as a success, the server's token and what it offers.
@@ -320,7 +326,7 @@ async def run_rollouts(
 
 
 async def run_plan(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     plan: Sequence[Reset],
     *,
@@ -332,16 +338,15 @@ async def run_plan(
     from openenv_mcp.client.discovery import discover
 
     batch = batch or Batch()
-    concurrency = batch.concurrency
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncEnvClient(url, token=batch.token, transport=httpx.AsyncHTTPTransport(limits=limits))
-    info = batch.server or await discover(url, token=batch.token)
+    urls = [url] if isinstance(url, str) else list(url)
+    pool = AsyncEnvPool(urls, token=batch.token)
+    info = batch.server or await discover(urls[0], token=batch.token)
     results: list[EpisodeResult] = []
-    limiter = anyio.Semaphore(concurrency)
+    limiter = anyio.Semaphore(batch.concurrency)
 
     async def one(reset: Reset) -> None:
         async with limiter:
-            result = await _episode(client, info, policy, split, reset)
+            result = await _episode(pool, info, policy, split, reset)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -352,14 +357,13 @@ async def run_plan(
             for reset in plan:
                 group.start_soon(one, reset)
     finally:
-        client.episode_id = None  # each episode was closed by its own task
-        await client.aclose()
+        await pool.aclose()  # each episode was closed by its own task
     results.sort(key=lambda r: (r.seed, r.task_id))
     return Summary(results, time.perf_counter() - started, batch.success_threshold)
 
 
 async def _episode(
-    client: AsyncEnvClient, server: ServerInfo, policy: Policy, split: str | None, reset: Reset
+    client: AsyncEnvPool, server: ServerInfo, policy: Policy, split: str | None, reset: Reset
 ) -> EpisodeResult:
     seed = reset.seed
     result = EpisodeResult(seed=seed, task_id=reset.task_id or "")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from openenv_mcp.servers.email import environment as email
 from openenv_mcp.servers.sql import environment as sql
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 
@@ -186,3 +187,29 @@ def test_infrastructure_failures_are_not_scored_and_a_resumed_eval_retries_exact
     assert (workdir / "played.txt").read_text().splitlines() == ["sql-025 1"]
     overall = json.loads((workdir / "eval-results" / "results.json").read_text())["overall"]
     assert (overall["trials"], overall["infra_failures"], overall["mean_reward"]) == (4, 0, 0.75)
+
+
+def _resets(*servers: LiveServer) -> list[float]:
+    return [server.runtime.metrics.registry.get_sample_value("openenv_resets_total") or 0.0 for server in servers]
+
+
+def test_an_eval_given_two_replicas_spreads_its_trials_over_both(workdir: Path) -> None:
+    with live_server(sql, mode="sim") as first, live_server(sql, mode="sim") as second:
+        for given, restart in (((first.url, second.url), ()), ((f"{first.url},{second.url}",), ("--restart",))):
+            before = _resets(first, second)
+            done = run_eval(
+                workdir, *given, "--policy", "half_right:policy", "-k", "4", "--task", "sql-024", "-c", "4", *restart
+            )
+            opened = [after - b for after, b in zip(_resets(first, second), before, strict=True)]
+            assert done.returncode == 0, done.stderr
+            assert f"at 2 replicas ({first.url}, {second.url})" in done.stderr
+            assert sum(opened) == 4 and min(opened) >= 1, opened  # both played, and nothing was played twice
+            results = json.loads((workdir / "eval-results" / "results.json").read_text())
+            assert results["overall"]["trials"] == 4 and results["tasks"][0]["rewards"] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_servers_that_are_not_replicas_of_one_server_are_refused(sim_server: LiveServer, workdir: Path) -> None:
+    with live_server(email, mode="sim") as other:
+        done = run_eval(workdir, f"{sim_server.url},{other.url}", "-k", "1")
+    assert done.returncode == 2
+    assert "are not replicas of one server" in done.stderr and f"{other.url} serves 'email'" in done.stderr
