@@ -86,6 +86,10 @@ async def _main(args: argparse.Namespace) -> int:
             bar.close()
     _write_reports(args.out, result)
     print(result.render())
+    if result.resumes:
+        from openenv_mcp.rollout.runner import resumed
+
+        print(f"resumed: {resumed(result.resumes)}", file=sys.stderr)
     print(f"results: {args.out / 'results.json'}, report: {args.out / 'report.html'}", file=sys.stderr)
     return 1 if result.infra else 0  # trials left to play again
 

@@ -10,209 +10,50 @@ names that resolve to one address per replica (Swarm's ``tasks.<service>``, a Ku
 headless Service such as ``openenv-sql.training.svc:8000``); :meth:`EnvPool.refresh` resolves
 them again after a scale-up. An episode lives in one server process, so the pool places it
 (fewest open episodes, then fewest placed so far) and sends every later call for it to the same
-replica. When a replica stops answering, the calls of its episodes raise
-:class:`ReplicaUnavailable` naming the replica (those episodes are lost: reset to start
-others), new episodes go elsewhere, and the other replicas' episodes go on untouched; the
-replica is tried again for new episodes after ``retry_after`` seconds.
-:class:`AsyncEnvPool` is the async twin.
+replica. When a replica stops answering, new episodes go elsewhere, the other replicas' episodes go on
+untouched, and the replica is tried again for new episodes after ``retry_after`` seconds.
+
+:class:`AsyncEnvPool`, the async twin (which ``rollout`` and ``eval`` use), also keeps each open episode's journal
+(:mod:`openenv_mcp.client.resume`: its task, seed and steps) and gives every step an id (``X-Step-Id``). When an
+episode's replica stops answering (refused, reset) or no longer knows the episode (it restarted), the step is sent
+again with the same id (a live server that ran it answers its recorded result), else the episode is rebuilt on a
+replica that answers (another, or the same one once it is back; waiting up to ``resume_within`` seconds) by
+replaying its journal, and the step goes on there: the caller sees a slower step, with the episode id it had. An
+episode that cannot be rebuilt raises :class:`ReplicaUnavailable` naming the replicas and why. :class:`EnvPool`
+does not rebuild: the calls of a lost replica's episodes raise :class:`ReplicaUnavailable` naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, Generic, Self
 
 import anyio.to_thread
 import httpx
 
-from openenv_mcp.client import AsyncEnvClient, EnvClient
-from openenv_mcp.errors import BackendUnavailable, CapacityExceeded, ConfigError, EpisodeNotFound, OpenEnvError
+from openenv_mcp.client.env_client import AsyncEnvClient, EnvClient
+from openenv_mcp.client.replicas import (
+    Book,
+    ClientT,
+    Replica,
+    ReplicaStats,
+    ReplicaTimeout,
+    ReplicaUnavailable,
+    Resolver,
+    is_down,
+    on_replica,
+    resolve_addresses,
+    targets,
+)
+from openenv_mcp.client.resume import Journal, rebuild
+from openenv_mcp.errors import CapacityExceeded, ConfigError, EpisodeNotFound, OpenEnvError
 from openenv_mcp.models import EpisodeState, StepResult
 
 __all__ = ["AsyncEnvPool", "EnvPool", "ReplicaStats", "ReplicaTimeout", "ReplicaUnavailable", "resolve_addresses"]
-
-Resolver = Callable[[str, int], list[str]]
-ClientT = TypeVar("ClientT", EnvClient, AsyncEnvClient)
-
-
-class ReplicaUnavailable(BackendUnavailable):
-    """A replica did not answer; the episodes placed on it are lost (it names the replica)."""
-
-    code = "replica_unavailable"
-    status = 503
-
-
-class ReplicaTimeout(ReplicaUnavailable):
-    """A replica was reached but did not answer in time (it names the replica): the server was slow, not gone."""
-
-    code = "replica_timeout"
-    status = 504
-
-
-def resolve_addresses(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (IPv4 and IPv6, each once, sorted)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    return sorted({str(info[4][0]) for info in infos})
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaStats:
-    """One replica as the pool sees it."""
-
-    url: str
-    open: int
-    placed: int
-    up: bool
-    error: str | None
-
-
-@dataclass(eq=False)
-class _Replica(Generic[ClientT]):
-    url: str
-    client: ClientT
-    open: int = 0
-    placed: int = 0
-    down_until: float = 0.0
-    error: str | None = None
-    episodes: set[str] = field(default_factory=set)
-
-    def up(self, now: float) -> bool:
-        return self.error is None or now >= self.down_until
-
-
-def _targets(specs: Sequence[str], port: int, resolve: Resolver) -> list[str]:
-    """The replica URLs behind ``specs`` (URLs as they are; names resolved to one URL per address)."""
-    urls: list[str] = []
-    for spec in specs:
-        if "://" in spec:
-            urls.append(spec.rstrip("/"))
-            continue
-        parts = urlsplit(f"//{spec}")
-        host, spec_port = parts.hostname, parts.port or port
-        if not host:
-            raise ConfigError(f"Replica {spec!r} is neither a URL nor host[:port]")
-        try:
-            addresses = resolve(host, spec_port)
-        except OSError as exc:
-            raise ConfigError(
-                f"Cannot resolve {host!r} ({exc}): names such as tasks.<service> (Swarm) or a headless Service "
-                "(Kubernetes) resolve only inside that cluster's network; from elsewhere pass the replicas' URLs"
-            ) from None
-        if not addresses:
-            raise ConfigError(f"{host!r} resolves to no address: is the service scaled to zero?")
-        urls.extend(f"http://[{a}]:{spec_port}" if ":" in a else f"http://{a}:{spec_port}" for a in addresses)
-    return list(dict.fromkeys(urls))
-
-
-class _Book(Generic[ClientT]):
-    """Placement and stickiness, shared by both twins; every method holds the lock briefly, never across I/O."""
-
-    def __init__(self, retry_after: float) -> None:
-        self.retry_after = retry_after
-        self.replicas: dict[str, _Replica[ClientT]] = {}
-        self.where: dict[str, _Replica[ClientT]] = {}
-        self.lost: dict[str, str] = {}
-        self.names: dict[str, str] = {}  # how messages name a replica, by URL (default: the URL)
-        self.lock = threading.Lock()
-
-    def name(self, replica: _Replica[ClientT]) -> str:
-        return self.names.get(replica.url, replica.url)
-
-    def add(self, urls: Sequence[str], make: Callable[[str], ClientT]) -> list[ClientT]:
-        """Add new replicas, forget vanished ones that hold no episode; the clients to close."""
-        stale: list[ClientT] = []
-        with self.lock:
-            for url in urls:
-                if url not in self.replicas:
-                    self.replicas[url] = _Replica(url=url, client=make(url))
-            for url, replica in list(self.replicas.items()):
-                if url not in urls and not replica.episodes:
-                    stale.append(self.replicas.pop(url).client)
-        return stale
-
-    def choose(self, tried: set[str]) -> _Replica[ClientT]:
-        now = time.monotonic()
-        with self.lock:
-            ready = [r for r in self.replicas.values() if r.up(now) and r.url not in tried]
-            if not ready:
-                states = "; ".join(f"{self.name(r)}: {r.error or 'at capacity'}" for r in self.replicas.values())
-                raise ReplicaUnavailable(
-                    f"No replica can take an episode ({states or 'no replicas'}); "
-                    "check the servers (their /readyz), or refresh() after scaling"
-                )
-            order = list(self.replicas.values())
-            chosen = min(ready, key=lambda r: (r.open, r.placed, order.index(r)))
-            chosen.open += 1  # reserved now, so concurrent resets spread out
-            return chosen
-
-    def placed(self, replica: _Replica[ClientT], episode_id: str) -> None:
-        with self.lock:
-            replica.placed += 1
-            replica.error = None
-            replica.episodes.add(episode_id)
-            self.where[episode_id] = replica
-
-    def release(self, replica: _Replica[ClientT]) -> None:
-        with self.lock:
-            replica.open -= 1
-
-    def replica_of(self, episode_id: str) -> _Replica[ClientT]:
-        with self.lock:
-            replica = self.where.get(episode_id)
-            if replica is not None:
-                return replica
-            if episode_id in self.lost:
-                raise ReplicaUnavailable(self.lost[episode_id])
-        raise EpisodeNotFound(f"Episode {episode_id!r} was not opened through this pool (or is closed): reset first")
-
-    def closed(self, episode_id: str) -> None:
-        with self.lock:
-            replica = self.where.pop(episode_id, None)
-            if replica is not None and episode_id in replica.episodes:
-                replica.episodes.discard(episode_id)
-                replica.open -= 1
-            self.lost.pop(episode_id, None)
-
-    def down(self, replica: _Replica[ClientT], exc: Exception) -> str:
-        """Mark ``replica`` down; its episodes are lost. The message for them."""
-        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        with self.lock:
-            replica.error = reason
-            replica.down_until = time.monotonic() + self.retry_after
-            for episode_id in replica.episodes:
-                self.lost[episode_id] = (
-                    f"Replica {self.name(replica)} stopped answering ({reason}); episode {episode_id} was on it and is "
-                    "lost: reset() starts a new episode on another replica"
-                )
-                self.where.pop(episode_id, None)
-            replica.open -= len(replica.episodes)
-            replica.episodes.clear()
-        return reason
-
-    def stats(self) -> list[ReplicaStats]:
-        with self.lock:
-            return [
-                ReplicaStats(url=r.url, open=r.open, placed=r.placed, up=r.error is None, error=r.error)
-                for r in self.replicas.values()
-            ]
-
-
-def _is_down(exc: httpx.HTTPError) -> bool:
-    """A transport failure other than a slow answer: the replica is gone (refused, reset, unreachable)."""
-    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout)
-
-
-def _on_replica(name: str, exc: OpenEnvError) -> OpenEnvError:
-    if isinstance(exc, EpisodeNotFound):
-        return EpisodeNotFound(f"{exc.message} (on replica {name}; did it restart?)")
-    return exc
 
 
 class _PoolBase(Generic[ClientT]):
@@ -237,12 +78,14 @@ class _PoolBase(Generic[ClientT]):
         """The state every pool has, whatever gives it its replicas."""
         self.token = token
         self.timeout = timeout
-        self._book: _Book[ClientT] = _Book(retry_after)
+        self._book: Book[ClientT] = Book(retry_after)
         self._resolved = False
+        self._journal: dict[str, Journal] = {}  # what rebuilds each open episode (the async twin keeps them)
+        self.resumes: list[float] = []  # seconds each rebuild took
 
     def _urls(self) -> list[str]:
         """The replicas' URLs now (blocking: the async twin calls it on a worker thread)."""
-        return _targets(self.specs, self.port, self._resolve)
+        return targets(self.specs, self.port, self._resolve)
 
     def _lost(self, url: str) -> None:
         """The replica at ``url`` stopped answering (its episodes are lost): pools that replace replicas act here."""
@@ -300,7 +143,7 @@ class EnvPool(_PoolBase[EnvClient]):
                 result = replica.client.reset(task_id=task_id, split=split, seed=seed)
             except httpx.HTTPError as exc:
                 self._book.release(replica)
-                if not _is_down(exc):
+                if not is_down(exc):
                     name = self._book.name(replica)
                     raise ReplicaTimeout(f"Replica {name} did not answer reset in time ({exc})") from None
                 self._book.down(replica, exc)
@@ -321,13 +164,13 @@ class EnvPool(_PoolBase[EnvClient]):
         try:
             return call(replica.client)
         except httpx.HTTPError as exc:
-            if not _is_down(exc):
+            if not is_down(exc):
                 raise ReplicaTimeout(f"Replica {self._book.name(replica)} did not answer in time ({exc})") from None
             self._book.down(replica, exc)
             self._lost(replica.url)
             raise ReplicaUnavailable(self._book.lost[episode_id]) from None
         except OpenEnvError as exc:
-            raise _on_replica(self._book.name(replica), exc) from None
+            raise on_replica(self._book.name(replica), exc) from None
 
     def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> StepResult:
         """Call ``tool`` on ``episode_id``, on the replica it lives on."""
@@ -362,7 +205,14 @@ class EnvPool(_PoolBase[EnvClient]):
 
 
 class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
-    """The async twin of :class:`EnvPool` (same arguments; ``await`` every call, ``aclose()``)."""
+    """The async twin of :class:`EnvPool` (same arguments; ``await`` every call, ``aclose()``), which also rebuilds
+    an episode whose replica stopped answering (see the module docstring).
+
+    ``resume_within``: seconds to wait for a replica that takes a lost episode back (default 60).
+    ``resumes``: how long each rebuild took, in seconds, in order.
+    """
+
+    resume_within: float = 60.0
 
     async def refresh(self) -> list[str]:
         urls = await anyio.to_thread.run_sync(self._urls)
@@ -383,7 +233,7 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
                 result = await replica.client.reset(task_id=task_id, split=split, seed=seed)
             except httpx.HTTPError as exc:
                 self._book.release(replica)
-                if not _is_down(exc):
+                if not is_down(exc):
                     name = self._book.name(replica)
                     raise ReplicaTimeout(f"Replica {name} did not answer reset in time ({exc})") from None
                 self._book.down(replica, exc)
@@ -397,44 +247,152 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
                 raise
             replica.client.episode_id = None
             self._book.placed(replica, result.episode_id)
+            self._journal[result.episode_id] = Journal.opened(result, replica.url)
             return result
 
     async def _ready(self) -> None:
         if not self._resolved:
             await self.refresh()
 
-    async def _call(self, episode_id: str, call: Callable[[AsyncEnvClient], Any]) -> Any:
-        replica = self._book.replica_of(episode_id)
-        try:
-            return await call(replica.client)
-        except httpx.HTTPError as exc:
-            if not _is_down(exc):
-                raise ReplicaTimeout(f"Replica {self._book.name(replica)} did not answer in time ({exc})") from None
-            self._book.down(replica, exc)
-            self._lost(replica.url)
-            raise ReplicaUnavailable(self._book.lost[episode_id]) from None
-        except OpenEnvError as exc:
-            raise _on_replica(self._book.name(replica), exc) from None
-
     async def step(self, episode_id: str, tool: str, arguments: dict[str, Any] | None = None) -> StepResult:
-        result: StepResult = await self._call(episode_id, lambda c: c.step(tool, arguments, episode_id=episode_id))
-        return result
+        """Call ``tool`` on ``episode_id``: on its replica, or where it is rebuilt if that one stopped answering."""
+        journal = self._journal.get(episode_id)
+        if journal is None:
+            result: StepResult = await self._call(episode_id, lambda c: c.step(tool, arguments, episode_id=episode_id))
+            return result
+        step_id = uuid.uuid4().hex  # the same on every try of this step: a server that ran it answers its result
+
+        def call(client: AsyncEnvClient, server_id: str) -> Awaitable[StepResult]:
+            return client.step(tool, arguments, episode_id=server_id, step_id=step_id)
+
+        result = await self._resumable(episode_id, journal, call)
+        journal.applied(tool, dict(arguments or {}), result)
+        return result if result.episode_id == episode_id else result.model_copy(update={"episode_id": episode_id})
+
+    async def _resumable(
+        self, episode_id: str, journal: Journal, call: Callable[[AsyncEnvClient, str], Awaitable[StepResult]]
+    ) -> StepResult:
+        """``call`` on the episode's replica; sent again there once, then on the episode rebuilt elsewhere."""
+        for _ in range(3):
+            replica = self._book.replicas.get(journal.url)
+            failure: Exception | None = None
+            for _again in range(2 if replica is not None else 0):
+                assert replica is not None
+                try:
+                    return await call(replica.client, journal.server_id)
+                except httpx.HTTPError as exc:
+                    if not is_down(exc):
+                        name = self._book.name(replica)
+                        raise ReplicaTimeout(f"Replica {name} did not answer in time ({exc})") from None
+                    failure = exc
+                except EpisodeNotFound as exc:  # it restarted: the episode is gone from it
+                    failure = exc
+                    break
+                except OpenEnvError as exc:
+                    raise on_replica(self._book.name(replica), exc) from None
+            if replica is not None and isinstance(failure, httpx.HTTPError):
+                self._book.down(replica, failure)
+                self._lost(replica.url)
+            await self._rebuild(episode_id, journal, failure)
+        raise ReplicaUnavailable(f"Episode {episode_id} was rebuilt three times and its replica went away each time")
+
+    async def _rebuild(self, episode_id: str, journal: Journal, failure: Exception | None) -> None:
+        """Replay ``journal`` on a replica that answers (waiting up to ``resume_within``), and point it there."""
+        started = time.monotonic()
+        lost = self._book.names.get(journal.url, journal.url)
+        why = f"{type(failure).__name__}: {failure}" if failure is not None else "it left the pool"
+        self._book.closed(episode_id)
+        tried: set[str] = set()
+        while True:
+            try:
+                replica = self._book.choose(tried)
+            except ReplicaUnavailable:
+                if time.monotonic() - started > self.resume_within:
+                    raise ReplicaUnavailable(
+                        f"Episode {episode_id} was on replica {lost}, which stopped answering ({why}); no replica "
+                        f"took it back within {self.resume_within:g} s: check the servers (their /readyz)"
+                    ) from None
+                await anyio.sleep(0.1)
+                tried.clear()
+                await self._revive()
+                continue
+            tried.add(replica.url)
+            try:
+                server_id = await rebuild(journal, replica.client)
+            except httpx.HTTPError as exc:
+                self._book.release(replica)
+                if is_down(exc):
+                    self._book.down(replica, exc)
+                continue
+            except OpenEnvError as exc:
+                self._book.release(replica)
+                raise ReplicaUnavailable(
+                    f"Episode {episode_id} was on replica {lost}, which stopped answering ({why}); it cannot be "
+                    f"rebuilt on {self._book.name(replica)}: {exc.message}"
+                ) from None
+            except BaseException:
+                self._book.release(replica)
+                raise
+            journal.url, journal.server_id = replica.url, server_id
+            self._book.placed(replica, episode_id)
+            self.resumes.append(time.monotonic() - started)
+            return
+
+    async def _revive(self) -> None:
+        """Ask the replicas marked down whether they answer again (a restarted one takes episodes back)."""
+        for replica in list(self._book.replicas.values()):
+            if replica.error is not None:
+                with contextlib.suppress(httpx.HTTPError, OpenEnvError):
+                    await replica.client.health()
+                    self._book.revived(replica)
+
+    def _where(self, episode_id: str) -> tuple[Replica[AsyncEnvClient], str]:
+        journal = self._journal.get(episode_id)
+        if journal is None or journal.url not in self._book.replicas:
+            return self._book.replica_of(episode_id), episode_id
+        return self._book.replicas[journal.url], journal.server_id
 
     async def state(self, episode_id: str) -> EpisodeState:
-        state: EpisodeState = await self._call(episode_id, lambda c: c.state(episode_id=episode_id))
-        return state
+        replica, server_id = self._where(episode_id)
+        state: EpisodeState = await self._on(replica, episode_id, lambda c: c.state(episode_id=server_id))
+        return state.model_copy(update={"episode_id": episode_id})
 
     async def close_episode(self, episode_id: str) -> EpisodeState:
         try:
-            state: EpisodeState = await self._call(episode_id, lambda c: c.close_episode(episode_id=episode_id))
-            return state
+            replica, server_id = self._where(episode_id)
+            state: EpisodeState = await self._on(replica, episode_id, lambda c: c.close_episode(episode_id=server_id))
+            return state.model_copy(update={"episode_id": episode_id})
         finally:
             self._book.closed(episode_id)
+            self._journal.pop(episode_id, None)
+
+    async def _call(self, episode_id: str, call: Callable[[AsyncEnvClient], Any]) -> Any:
+        return await self._on(self._book.replica_of(episode_id), episode_id, call)
+
+    async def _on(
+        self, replica: Replica[AsyncEnvClient], episode_id: str, call: Callable[[AsyncEnvClient], Any]
+    ) -> Any:
+        try:
+            return await call(replica.client)
+        except httpx.HTTPError as exc:
+            name = self._book.name(replica)
+            if not is_down(exc):
+                raise ReplicaTimeout(f"Replica {name} did not answer in time ({exc})") from None
+            self._book.down(replica, exc)
+            self._lost(replica.url)
+            raise ReplicaUnavailable(
+                self._book.lost.get(
+                    episode_id, f"Replica {name} stopped answering ({exc}); episode {episode_id} was on it"
+                )
+            ) from None
+        except OpenEnvError as exc:
+            raise on_replica(self._book.name(replica), exc) from None
 
     async def aclose(self) -> None:
         for episode_id in list(self._book.where):
             with contextlib.suppress(OpenEnvError):  # its replica is gone or reaped it: nothing left to free
                 await self.close_episode(episode_id)
+        self._journal.clear()
         for replica in list(self._book.replicas.values()):
             await replica.client.aclose()
 

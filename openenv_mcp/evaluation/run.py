@@ -114,6 +114,7 @@ class Evaluation:
     trials: list[Trial]
     threshold: float = 1.0
     difficulties: Mapping[str, str | None] = field(default_factory=dict)
+    resumes: list[float] = field(default_factory=list)  # this run's rebuilds of episodes whose replica went away
     scores: list[TaskScore] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -318,8 +319,9 @@ async def evaluate(
         if on_trial is not None:
             on_trial(trial)
 
+    resumes: list[float] = []
     if plan:
-        await run_plan(url, policy, plan, batch=batch, on_result=record)
+        resumes = (await run_plan(url, policy, plan, batch=batch, on_result=record)).resumes
     wanted = set(task_ids)
     trials = [t for t in log.trials.values() if t.task_id in wanted and t.index < k]
-    return Evaluation(log.run, trials, batch.success_threshold, dict(difficulties or {}))
+    return Evaluation(log.run, trials, batch.success_threshold, dict(difficulties or {}), resumes)

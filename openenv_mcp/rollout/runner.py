@@ -48,6 +48,7 @@ __all__ = [
     "Reset",
     "RolloutEpisode",
     "Summary",
+    "resumed",
     "run_plan",
     "run_rollouts",
 ]
@@ -182,6 +183,11 @@ class Summary:
     results: list[EpisodeResult]
     seconds: float
     success_threshold: float = 1.0
+    resumes: list[float] = field(default_factory=list)  # seconds each rebuild of an episode on another replica took
+
+    def resumed(self) -> str:
+        """The rebuilt episodes in a few words ('' when none was)."""
+        return resumed(self.resumes)
 
     @property
     def errors(self) -> list[EpisodeResult]:
@@ -266,6 +272,8 @@ class Summary:
                     f"{refused} calls refused",
                 )
             )
+        if self.resumes:
+            lines.append(("resumed", self.resumed()))
         lines.append(("errors", str(failed) if failed else "none"))
         text = [f"{label:<14}{value}" for label, value in lines]
         by_message = Counter(r.error for r in self.errors)
@@ -359,7 +367,7 @@ async def run_plan(
     finally:
         await pool.aclose()  # each episode was closed by its own task
     results.sort(key=lambda r: (r.seed, r.task_id))
-    return Summary(results, time.perf_counter() - started, batch.success_threshold)
+    return Summary(results, time.perf_counter() - started, batch.success_threshold, list(pool.resumes))
 
 
 async def _episode(
@@ -391,6 +399,17 @@ async def _episode(
     result.end_reason = result.end_reason or episode.end_reason or _ended(episode)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def resumed(resumes: Sequence[float]) -> str:
+    """``resumes`` (seconds per rebuild) in a few words ('' when empty)."""
+    if not resumes:
+        return ""
+    ordered = sorted(resumes)
+    return (
+        f"{len(ordered)} episodes rebuilt after their replica stopped answering "
+        f"(p50 {ordered[len(ordered) // 2]:.2f} s, max {ordered[-1]:.2f} s)"
+    )
 
 
 def _ended(episode: RolloutEpisode) -> str:
