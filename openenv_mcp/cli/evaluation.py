@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openenv_mcp.cli.runs import add_policy_arguments, positive
+from openenv_mcp.cli.runs import add_policy_arguments, add_server_argument, positive, run_stoppable
 
 if TYPE_CHECKING:
     from openenv_mcp.cli.runs import Run
@@ -25,9 +25,7 @@ def add_commands(commands: Any) -> None:
         "interrupted run without redoing finished trials. OUT/results.json and OUT/report.html hold the results.",
     )
     evaluate.set_defaults(handler=_eval)
-    evaluate.add_argument(
-        "server", help="a running sim server's URL (http://host:port), or an installed server's name to start here"
-    )
+    add_server_argument(evaluate, "a running sim server's URL")
     evaluate.add_argument("--split", default="test", help="the split whose tasks are evaluated (default test)")
     evaluate.add_argument("--trials", "-k", type=positive, default=3, help="trials per task (default 3)")
     evaluate.add_argument("--task", action="append", dest="tasks", help="only this task (repeatable)")
@@ -45,9 +43,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import anyio
-
-    return anyio.run(_main, args)
+    return run_stoppable(_main, args)
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -64,7 +60,8 @@ async def _main(args: argparse.Namespace) -> int:
         log = _trial_log(args, run, task_ids)
         todo = len(task_ids) * args.trials - len(log.finished())
         print(
-            f"eval: {run.server.name} at {run.url}, split {args.split}, {len(task_ids)} tasks x {args.trials} trials, "
+            f"eval: {run.server.name} at {run.where}, split {args.split}, "
+            f"{len(task_ids)} tasks x {args.trials} trials, "
             f"{_policy(run)}; {todo} to run ({len(task_ids) * args.trials - todo} already in {log.path})",
             file=sys.stderr,
         )
@@ -75,7 +72,7 @@ async def _main(args: argparse.Namespace) -> int:
 
         try:
             result = await evaluate(
-                run.url,
+                run.urls,
                 run.policy,
                 task_ids=task_ids,
                 k=args.trials,
@@ -89,8 +86,12 @@ async def _main(args: argparse.Namespace) -> int:
             bar.close()
     _write_reports(args.out, result)
     print(result.render())
+    if result.resumes:
+        from openenv_mcp.rollout.runner import resumed
+
+        print(f"resumed: {resumed(result.resumes)}", file=sys.stderr)
     print(f"results: {args.out / 'results.json'}, report: {args.out / 'report.html'}", file=sys.stderr)
-    return 1 if result.errors else 0
+    return 1 if result.infra else 0  # trials left to play again
 
 
 async def _task_ids(args: argparse.Namespace, run: Run) -> tuple[list[str], dict[str, str | None]]:

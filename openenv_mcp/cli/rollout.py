@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from openenv_mcp.cli.runs import add_policy_arguments, positive
+from openenv_mcp.cli.runs import add_policy_arguments, add_server_argument, positive, run_stoppable
 
 __all__ = ["add_commands"]
 
@@ -17,11 +17,7 @@ def add_commands(commands: Any) -> None:
         "rollout", help="run episodes concurrently against a sim server with a policy, and summarise them"
     )
     rollout.set_defaults(handler=_rollout)
-    rollout.add_argument(
-        "server",
-        help="a running server's URL (http://host:port), or an installed server's name to start here; "
-        "$OPENENV_AUTH_TOKEN, when set, is sent as the bearer token",
-    )
+    add_server_argument(rollout, "a running server's URL")
     rollout.add_argument("--episodes", "-n", type=positive, default=10, help="episodes to run (default 10)")
     rollout.add_argument("--concurrency", "-c", type=positive, default=1, help="episodes at once (default 1)")
     rollout.add_argument("--split", help="the split tasks are drawn from (default: the server's default)")
@@ -32,9 +28,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _rollout(args: argparse.Namespace) -> int:
-    import anyio
-
-    return anyio.run(_main, args)
+    return run_stoppable(_main, args)
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -50,7 +44,7 @@ async def _main(args: argparse.Namespace) -> int:
         identity = run.identity
         policy = f"model {identity['model']}" if "model" in identity else f"policy {args.policy}"
         print(
-            f"rollout: {run.server.name} at {run.url}, {policy}, {args.episodes} episodes, "
+            f"rollout: {run.server.name} at {run.where}, {policy}, {args.episodes} episodes, "
             f"concurrency {args.concurrency}",
             file=sys.stderr,
         )
@@ -64,7 +58,7 @@ async def _main(args: argparse.Namespace) -> int:
 
         try:
             summary = await run_rollouts(
-                run.url,
+                run.urls,
                 run.policy,
                 episodes=args.episodes,
                 seed=args.seed,

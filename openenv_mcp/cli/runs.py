@@ -2,12 +2,17 @@
 a policy chosen, and for a chat model its endpoint checked before the first episode).
 
     run = await open_run(args, stack)      # the server by URL, or started here by name; the policy that plays it
+
+Both run under :func:`run_stoppable`: SIGTERM or SIGINT cancels the run, so everything it opened (episodes, the
+servers it started) is closed on the way out before the command exits with 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,9 +24,43 @@ if TYPE_CHECKING:
     from openenv_mcp.rollout.runner import Batch, Policy
     from openenv_mcp.trajectories.turns import TurnRecorder
 
-__all__ = ["Run", "add_policy_arguments", "open_run", "positive"]
+__all__ = ["Run", "add_policy_arguments", "add_server_argument", "open_run", "positive", "run_stoppable"]
 
 _PARSERS = ("auto", "none", "hermes", "json", "mistral")  # openenv_mcp.rollout.parsers.PARSERS (a test pins it)
+
+
+def run_stoppable(main: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    """``main(args)`` on an event loop; SIGTERM or SIGINT cancels it (its ``async with`` blocks unwind: the servers
+    it started stop, its episodes close) and the exit status is then 128 + the signal's number."""
+    import anyio
+
+    async def guarded() -> int:
+        stopped: list[int] = []
+        code = 1
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                        async for number in signals:
+                            stopped.append(number)
+                            group.cancel_scope.cancel()
+                            return
+
+                group.start_soon(watch)
+                code = await main(args)
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:  # the run's own error (a ConfigError, say), as it would be unguarded
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+        if stopped:
+            name = signal.Signals(stopped[0]).name
+            print(f"openenv-mcp {args.command}: stopped by {name}; what it started is stopped", file=sys.stderr)
+            return 128 + stopped[0]
+        return code
+
+    return anyio.run(guarded)
 
 
 def positive(value: str) -> int:
@@ -101,14 +140,24 @@ class Run:
     name, endpoint, sampling settings, turn cap and parser.
     """
 
-    url: str
+    urls: list[str]  # the server's replicas (one, or several: episodes are spread over them)
     server: ServerInfo
     policy: Policy
     token: str | None  # $OPENENV_AUTH_TOKEN, sent as the bearer token
     identity: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def url(self) -> str:
+        """The first replica's URL (where the tasks are listed)."""
+        return self.urls[0]
+
+    @property
+    def where(self) -> str:
+        """The replicas, as a header line names them."""
+        return self.url if len(self.urls) == 1 else f"{len(self.urls)} replicas ({', '.join(self.urls)})"
+
     def batch(self, args: argparse.Namespace) -> Batch:
-        """How its episodes run: ``--concurrency`` at once, ``--success-threshold``, on this server."""
+        """How its episodes run: ``--concurrency`` at once, ``--success-threshold``, on this server's replicas."""
         from openenv_mcp.rollout.runner import Batch
 
         return Batch(
@@ -119,28 +168,49 @@ class Run:
         )
 
 
+def add_server_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """The positional ``SERVER``: repeated, or a comma list, for several replicas of one server."""
+    parser.add_argument(
+        "server",
+        nargs="+",
+        help=f"{what} (http://host:port), or an installed server's name to start here; several replicas of one "
+        "server: repeat it or give a comma list (episodes are spread over them); "
+        "$OPENENV_AUTH_TOKEN, when set, is sent as the bearer token",
+    )
+
+
 async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
-    """The policy ``--policy`` names (checked before any server is reached) and the server ``args.server``: a URL,
-    or an installed server's name, then started here in sim mode until ``stack`` closes. A chat model's endpoint
-    gets its pre-flight check (one request with the server's tools) before the run starts."""
+    """The policy ``--policy`` names (checked before any server is reached) and the servers ``args.server``: URLs,
+    or an installed server's name, then started here in sim mode until ``stack`` closes (a name given twice: two
+    replicas). A chat model's endpoint gets its pre-flight check (one request with the server's tools) before the
+    run starts."""
     from openenv_mcp.client.discovery import ServerProcess, discover
     from openenv_mcp.environment.catalog import load_environment
+    from openenv_mcp.errors import ConfigError
     from openenv_mcp.rollout.chat import OpenAIPolicy
     from openenv_mcp.settings import load_settings
 
     settings = load_settings(Settings)
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
     chosen = await _choose_policy(args, settings, stack)
-    url = args.server
-    if not url.startswith(("http://", "https://")):
-        load_environment(url)  # an unknown name fails here, listing the installed ones
-        url = (await stack.enter_async_context(ServerProcess(args.server))).url
-    server = await discover(url, token=token)
+    specs = [spec.strip() for given in args.server for spec in given.split(",") if spec.strip()]
+    urls: list[str] = []
+    for spec in specs:
+        if not spec.startswith(("http://", "https://")):
+            load_environment(spec)  # an unknown name fails here, listing the installed ones
+            spec = (await stack.enter_async_context(ServerProcess(spec))).url
+        urls.append(spec.rstrip("/"))
+    servers = [await discover(url, token=token) for url in urls]
+    names = sorted({server.name for server in servers})
+    if len(names) > 1:
+        found = ", ".join(f"{server.url} serves {server.name!r}" for server in servers)
+        raise ConfigError(f"The servers given are not replicas of one server ({found}); give one server's replicas")
+    server = servers[0]
     identity: dict[str, Any] = {"policy": args.policy}
     if isinstance(chosen, OpenAIPolicy):
         print(await chosen.check(server.openai_tools), file=sys.stderr)
         identity.update(chosen.identity())
-    return Run(url, server, chosen if chosen is not None else _scripted_for(server), token, identity)
+    return Run(urls, server, chosen if chosen is not None else _scripted_for(server), token, identity)
 
 
 async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> Policy | None:

@@ -4,7 +4,8 @@
 JSON-RPC requests over Streamable HTTP (``initialize``, ``notifications/initialized``,
 ``tools/list``), so the tools a policy sees are exactly those an MCP agent sees.
 :class:`ServerProcess` runs ``openenv-mcp serve NAME --mode sim`` on a free port for the
-length of a rollout.
+length of a rollout; on Linux the server is also told to stop when the process that started it dies,
+however it dies (``PR_SET_PDEATHSIG``), so not even a ``kill -9`` of a rollout leaves it serving.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -136,7 +138,11 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "openenv_mcp.cli", "serve", self.name, "--mode", "sim", "--port", str(port)]
         self._process = subprocess.Popen(
-            [*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=self._log, env=dict(os.environ)
+            [*command, "--log-level", "warning"],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=dict(os.environ),
+            preexec_fn=_dies_with_parent(),  # runs only prctl, getppid and kill: safe between fork and exec
         )
         deadline = time.monotonic() + self.startup_timeout
         async with httpx.AsyncClient(timeout=2) as client:
@@ -162,17 +168,39 @@ class ServerProcess:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)  # a clean stop: the server writes its last trajectories
-            try:
-                await anyio.to_thread.run_sync(lambda: process.wait(30))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            with anyio.CancelScope(shield=True):  # a run stopped by a signal is cancelled: wait all the same
+                try:
+                    await anyio.to_thread.run_sync(lambda: process.wait(30))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
         self._log.close()
 
     def _stderr(self) -> str:
         self._log.seek(0)
         lines = self._log.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else "(no output)"
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """What the child runs before ``exec`` so that it gets SIGTERM when this process dies (Linux; elsewhere
+    nothing: a stopped run still stops its server, a killed one cannot)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 def _free_port() -> int:

@@ -94,10 +94,11 @@ class _Base:
     def _forks(self, episode_ids: Sequence[str]) -> _Call:
         return _Call("POST", "/step_batch", {}, {"steps": [{"episode_id": e, "fork": True} for e in episode_ids]})
 
-    def _step(self, tool: str, arguments: dict[str, Any] | None, episode_id: str | None) -> _Call:
-        return _Call(
-            "POST", "/step", self._episode(episode_id), {"action": {"tool": tool, "arguments": arguments or {}}}
-        )
+    def _step(self, tool: str, arguments: dict[str, Any] | None, episode_id: str | None, step_id: str | None) -> _Call:
+        headers = self._episode(episode_id)
+        if step_id is not None:
+            headers["X-Step-Id"] = step_id
+        return _Call("POST", "/step", headers, {"action": {"tool": tool, "arguments": arguments or {}}})
 
     def _batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> _Call:
         body = [{"episode_id": e, "action": {"tool": t, "arguments": a or {}}} for e, t, a in steps]
@@ -162,9 +163,20 @@ class EnvClient(_Base):
         """The current episode (or ``episode_id``) as signed data; ``reset(snapshot=...)`` restores it."""
         return self._send(self._snapshot(episode_id), Snapshot)
 
-    def step(self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None) -> StepResult:
-        """Call ``tool`` with ``arguments`` on the current episode (or ``episode_id``)."""
-        return self._send(self._step(tool, arguments, episode_id), StepResult)
+    def step(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        episode_id: str | None = None,
+        step_id: str | None = None,
+    ) -> StepResult:
+        """Call ``tool`` with ``arguments`` on the current episode (or ``episode_id``).
+
+        ``step_id`` names the step: sent again with the same id (its answer was lost), the server answers what the
+        step did the first time instead of running it twice.
+        """
+        return self._send(self._step(tool, arguments, episode_id, step_id), StepResult)
 
     def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
         """Steps of many episodes in one request: ``(episode_id, tool, arguments)`` each, answered in order.
@@ -260,9 +272,14 @@ class AsyncEnvClient(_Base):
         return await self._send(self._snapshot(episode_id), Snapshot)
 
     async def step(
-        self, tool: str, arguments: dict[str, Any] | None = None, *, episode_id: str | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        episode_id: str | None = None,
+        step_id: str | None = None,
     ) -> StepResult:
-        return await self._send(self._step(tool, arguments, episode_id), StepResult)
+        return await self._send(self._step(tool, arguments, episode_id, step_id), StepResult)
 
     async def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
         return (await self._send(self._batch(steps), BatchResult)).results

@@ -13,17 +13,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError
-from openenv_mcp.models import StepResult
+from openenv_mcp.models import EpisodeState, StepResult
 
-__all__ = ["close_all", "close_surely", "finished", "opened_reset", "settle"]
+__all__ = ["Episodes", "close_all", "close_surely", "finished", "opened_reset", "settle"]
 
 T = TypeVar("T")
+
+
+class Episodes(Protocol):
+    """What opens and closes episodes: an :class:`~openenv_mcp.client.AsyncEnvClient` or an
+    :class:`~openenv_mcp.client.pool.AsyncEnvPool`."""
+
+    async def reset(
+        self, *, task_id: str | None = None, split: str | None = None, seed: int | None = None
+    ) -> StepResult: ...
+
+    async def close_episode(self, *, episode_id: str) -> EpisodeState: ...
 
 
 async def settle(future: asyncio.Future[Any]) -> bool:
@@ -45,7 +55,7 @@ def finished(future: asyncio.Future[T]) -> T | None:
     return future.result()
 
 
-async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
+async def close_surely(client: Episodes, episode_id: str) -> bool:
     """Close ``episode_id`` to the end (already closed or reaped, or the server gone: nothing to do); whether
     the caller was cancelled meanwhile (raise ``asyncio.CancelledError`` once the rest is closed too)."""
     close = asyncio.ensure_future(client.close_episode(episode_id=episode_id))
@@ -56,7 +66,7 @@ async def close_surely(client: AsyncEnvClient, episode_id: str) -> bool:
     return cancelled or close.cancelled()
 
 
-async def close_all(client: AsyncEnvClient, episode_ids: Iterable[str]) -> bool:
+async def close_all(client: Episodes, episode_ids: Iterable[str]) -> bool:
     """:func:`close_surely` each of ``episode_ids``, every one to the end; whether a cancellation came."""
     cancelled = False
     for episode_id in episode_ids:
@@ -65,7 +75,7 @@ async def close_all(client: AsyncEnvClient, episode_ids: Iterable[str]) -> bool:
 
 
 async def opened_reset(
-    client: AsyncEnvClient, *, task_id: str | None, seed: int | None, split: str | None = None
+    client: Episodes, *, task_id: str | None, seed: int | None, split: str | None = None
 ) -> StepResult:
     """``client.reset``; cancelled while the server opens the episode, the episode is closed, then the
     cancellation raised (the episode does not stay open on the server)."""

@@ -9,7 +9,7 @@ the mode, the server listens on 0.0.0.0:8000, readiness is ``/readyz`` (backends
 liveness ``/healthz`` (the process serves), with resource requests and limits and a
 non-root, read-only-root-filesystem security context. The Service is headless
 (``clusterIP: None``): its DNS name resolves to every ready pod, which is what
-:class:`~openenv_mcp.deploy.pool.EnvPool` needs to keep each episode on its pod. In prod, every
+:class:`~openenv_mcp.client.pool.EnvPool` needs to keep each episode on its pod. In prod, every
 variable of the server's settings comes from a Secret named like the Deployment (created by
 the operator); nothing is bundled: bring your own PostgreSQL and the like. In sim that Secret
 is optional (``OPENENV_AUTH_TOKEN`` goes there). The probes stay open without the token.

@@ -8,7 +8,7 @@
 
 Each replica is a :class:`~openenv_mcp.deploy.ray_replica.ServerReplica` actor: ``openenv-mcp serve NAME``
 in the actor's process, both doors (control plane and ``/mcp``) on a port of its node, its URL reported to
-the pool. From there the pool *is* :class:`~openenv_mcp.deploy.pool.EnvPool` over those URLs (placement by
+the pool. From there the pool *is* :class:`~openenv_mcp.client.pool.EnvPool` over those URLs (placement by
 open episodes, sticky episodes, a dead replica failing only its episodes with :class:`ReplicaUnavailable`
 naming it), plus replacement: when a replica stops answering, the pool asks its actor where it is now (Ray
 restarts a crashed actor, ``max_restarts``) or, if the actor is dead for good, starts a new one; new episodes
@@ -32,7 +32,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from openenv_mcp.client import AsyncEnvClient, EnvClient
-from openenv_mcp.deploy.pool import AsyncEnvPool, EnvPool, ReplicaStats, ReplicaUnavailable
+from openenv_mcp.client.pool import AsyncEnvPool, EnvPool, ReplicaStats, ReplicaUnavailable
 from openenv_mcp.deploy.providers.base import STOP_GRACE, ProviderError
 from openenv_mcp.deploy.ray_replica import Placement, Replica, ServerReplica
 from openenv_mcp.errors import ConfigError

@@ -27,7 +27,8 @@ def render_html(evaluation: Evaluation) -> str:
     unscored = evaluation.tasks - len(evaluation.scores)
     facts = [
         ("tasks", f"{evaluation.tasks}" + (f" ({unscored} without a finished trial)" if unscored else "")),
-        ("trials", f"{len(evaluation.ok)} ({len(evaluation.errors)} failed)"),
+        ("trials", f"{len(evaluation.ok)} scored"),
+        ("infra failures", f"{len(evaluation.infra)} (left out of the figures; a resumed eval plays them again)"),
         ("mean reward", f"{evaluation.mean_reward:.3f}"),
         (f"pass@{k}", f"{evaluation.overall('pass_at', k):.3f}"),
         (f"pass^{k}", f"{evaluation.overall('pass_hat', k):.3f}"),
@@ -52,7 +53,8 @@ def render_html(evaluation: Evaluation) -> str:
         bars_title = "Success rate per difficulty"
         bars = [(tier, sum(_success(s) for s in scores) / len(scores)) for tier, scores in tiers.items()]
     errors = "".join(
-        f"<li>{escape(t.task_id)} trial {t.index} ({escape(t.end_reason)}): {escape(t.error or '')}</li>"
+        f"<li>{escape(t.task_id)} trial {t.index} ({escape(t.end_reason)}"
+        f"{', infrastructure' if t.infra else ''}): {escape(t.error or '')}</li>"
         for t in evaluation.errors
     )
     ks = list(range(1, k + 1))

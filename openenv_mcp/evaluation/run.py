@@ -3,9 +3,11 @@
 The file's first line says what the run is (server, split, trials per task, policy, seed, and for a chat model
 the model, its endpoint, sampling settings, turn cap and parser); each further line is one finished trial, with
 why it ended and its times. Running the same evaluation again with the same file skips
-the trials already in it, so an interrupted run resumes where it stopped. A trial that failed
-(the server or the model endpoint answered an error) is written down with its error and played
-again on the next run: it says nothing about the policy.
+the trials already in it, so an interrupted run resumes where it stopped. A trial that infrastructure
+ended (:func:`~openenv_mcp.rollout.endings.is_infra`: the server gone, failing or too slow, a backend,
+the judge or the model endpoint unavailable) is written down with its error, left out of every figure
+and played again on the next run, and only those: it says nothing about the policy. A trial that
+stopped on a call the policy insisted on (``policy_error``) is the policy's failure, scored as it stands.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from openenv_mcp.environment.tasks import by_difficulty
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.evaluation.metrics import TaskScore, mean_over_tasks, score_tasks
+from openenv_mcp.rollout.endings import is_infra
 from openenv_mcp.rollout.runner import Batch, EpisodeResult, Policy, Reset, run_plan
 
 __all__ = ["Evaluation", "Trial", "TrialLog", "evaluate"]
@@ -56,6 +59,11 @@ class Trial:
     def key(self) -> tuple[str, int]:
         return self.task_id, self.index
 
+    @property
+    def infra(self) -> bool:
+        """Whether infrastructure ended it (not scored; a resumed eval plays it again)."""
+        return is_infra(self.end_reason)
+
 
 class TrialLog:
     """The run's trials in a JSON Lines file, appended to as each one ends."""
@@ -85,8 +93,8 @@ class TrialLog:
             path.write_text(json.dumps({"run": self.run}) + "\n")
 
     def finished(self) -> set[tuple[str, int]]:
-        """The trials that need not run again: those that ended without an error."""
-        return {key for key, trial in self.trials.items() if trial.error is None}
+        """The trials that need not run again: all but those that infrastructure ended."""
+        return {key for key, trial in self.trials.items() if not trial.infra}
 
     def add(self, trial: Trial) -> None:
         self.trials[trial.key] = trial
@@ -106,6 +114,7 @@ class Evaluation:
     trials: list[Trial]
     threshold: float = 1.0
     difficulties: Mapping[str, str | None] = field(default_factory=dict)
+    resumes: list[float] = field(default_factory=list)  # this run's rebuilds of episodes whose replica went away
     scores: list[TaskScore] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,10 +123,17 @@ class Evaluation:
 
     @property
     def ok(self) -> list[Trial]:
-        return [t for t in self.trials if t.error is None]
+        """The trials scored: all but those that infrastructure ended."""
+        return [t for t in self.trials if not t.infra]
+
+    @property
+    def infra(self) -> list[Trial]:
+        """The trials that infrastructure ended: left out of the figures, played again by a resumed eval."""
+        return [t for t in self.trials if t.infra]
 
     @property
     def errors(self) -> list[Trial]:
+        """The trials that stopped on an error, infrastructure's or a call the policy insisted on."""
         return [t for t in self.trials if t.error is not None]
 
     @property
@@ -190,6 +206,7 @@ class Evaluation:
                 "tasks": self.tasks,
                 "tasks_scored": len(self.scores),
                 "trials": len(self.ok),
+                "infra_failures": len(self.infra),
                 "errors": len(self.errors),
                 "end_reasons": self.end_reasons,
                 **self.totals(),
@@ -212,7 +229,13 @@ class Evaluation:
                 for s in self.scores
             ],
             "errors": [
-                {"task_id": t.task_id, "trial": t.index, "error": t.error, "end_reason": t.end_reason}
+                {
+                    "task_id": t.task_id,
+                    "trial": t.index,
+                    "error": t.error,
+                    "end_reason": t.end_reason,
+                    "infra": t.infra,
+                }
                 for t in self.errors
             ],
         }
@@ -239,14 +262,21 @@ class Evaluation:
                 f"{figures['pass@k'][str(k)]:>9.3f}{figures['pass^k'][str(k)]:>9.3f}"
             )
         lines.append("ended: " + ", ".join(f"{reason} {count}" for reason, count in self.end_reasons.items()))
-        if self.errors:
-            lines.append(f"{len(self.errors)} trials failed (run again with the same --out to retry them):")
-            lines += [f"  {t.task_id} trial {t.index}: {t.error}" for t in self.errors[:5]]
+        if self.infra:
+            lines.append(
+                f"{len(self.infra)} trials ended by infrastructure failures, left out of the figures "
+                "(run again with the same --out to retry them):"
+            )
+            lines += [f"  {t.task_id} trial {t.index} ({t.end_reason}): {t.error}" for t in self.infra[:5]]
+        refused = [t for t in self.errors if not t.infra]
+        if refused:
+            lines.append(f"{len(refused)} trials stopped on an error of the policy's (scored):")
+            lines += [f"  {t.task_id} trial {t.index}: {t.error}" for t in refused[:5]]
         return "\n".join(lines)
 
 
 async def evaluate(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     *,
     task_ids: Sequence[str],
@@ -257,7 +287,8 @@ async def evaluate(
     on_trial: Callable[[Trial], None] | None = None,
     difficulties: Mapping[str, str | None] | None = None,
 ) -> Evaluation:
-    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) and score them all
+    """Play trial ``i`` of each task with seed ``seed + i`` (those not finished in ``log``) on the server at ``url``
+    (or spread over its replicas' URLs) and score them all
     (per difficulty tier too, from ``difficulties``: task id to tier); ``batch`` says how many at once, the
     reward that counts as a success, the server's token and what it offers."""
     batch = batch or Batch()
@@ -288,8 +319,9 @@ async def evaluate(
         if on_trial is not None:
             on_trial(trial)
 
+    resumes: list[float] = []
     if plan:
-        await run_plan(url, policy, plan, batch=batch, on_result=record)
+        resumes = (await run_plan(url, policy, plan, batch=batch, on_result=record)).resumes
     wanted = set(task_ids)
     trials = [t for t in log.trials.values() if t.task_id in wanted and t.index < k]
-    return Evaluation(log.run, trials, batch.success_threshold, dict(difficulties or {}))
+    return Evaluation(log.run, trials, batch.success_threshold, dict(difficulties or {}), resumes)

@@ -8,6 +8,7 @@ print(summary.render())
 
 from openenv_mcp.client.discovery import ServerInfo, ServerProcess, discover
 from openenv_mcp.rollout.chat import OpenAIPolicy
+from openenv_mcp.rollout.endings import ENDINGS, Ending, ending_for, is_infra
 from openenv_mcp.rollout.endpoint import ChatModel, Sampling
 from openenv_mcp.rollout.policies import load_policy, scripted_policy
 from openenv_mcp.rollout.runner import (
@@ -23,9 +24,11 @@ from openenv_mcp.rollout.runner import (
 )
 
 __all__ = [
+    "ENDINGS",
     "END_REASONS",
     "Batch",
     "ChatModel",
+    "Ending",
     "EpisodeResult",
     "ModelSide",
     "OpenAIPolicy",
@@ -37,6 +40,8 @@ __all__ = [
     "ServerProcess",
     "Summary",
     "discover",
+    "ending_for",
+    "is_infra",
     "load_policy",
     "run_rollouts",
     "scripted_policy",

@@ -27,6 +27,7 @@ from typing import Any, Self
 import httpx
 
 from openenv_mcp.errors import EpisodeFinished, OpenEnvError, ToolError
+from openenv_mcp.rollout.endings import ending_for
 from openenv_mcp.rollout.endpoint import ChatEndpoint, ChatModel, Completion, ContextFull, Sampling
 from openenv_mcp.rollout.parsers import PARSERS, check_arguments, parse_text
 from openenv_mcp.rollout.runner import PolicyError, RolloutEpisode
@@ -137,7 +138,7 @@ class OpenAIPolicy:
         try:
             await self._play(episode, turns)
         except (OpenEnvError, httpx.HTTPError) as exc:
-            reason = "model_error" if isinstance(exc, PolicyError) else "server_error"
+            reason = ending_for(exc)
             if turns and turns[-1].end_reason is None:
                 turns[-1] = replace(turns[-1], end_reason=reason)
             await self._send(episode, turns)

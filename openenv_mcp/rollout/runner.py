@@ -1,4 +1,6 @@
-"""The rollout runner: many episodes at once against one server, each driven by a policy, and their summary.
+"""The rollout runner: many episodes at once against a server (or its replicas), each driven by a policy, and their
+summary. Episodes go through an :class:`~openenv_mcp.client.pool.AsyncEnvPool` over the server's URLs (one URL:
+a pool of one), which spreads them over the replicas and keeps each on its own.
 
 A policy is an async callable taking a :class:`RolloutEpisode`: it calls ``await episode.step(tool,
 arguments)`` until ``episode.done`` or it chooses to stop. The runner resets each episode (seeds
@@ -6,10 +8,11 @@ arguments)`` until ``episode.done`` or it chooses to stop. The runner resets eac
 episode that fails (the server answered an error, the model endpoint failed) is counted and
 reported with its message; the other episodes go on.
 
-Every episode ends for one of :data:`END_REASONS`, kept in its result: a chat policy says why it stopped
-(``episode.end_reason``); otherwise the runner tells from the episode (done, or its step limit) or from the
-error. Each result also has its wall time (reset to close) beside the environment's time (the steps) and,
-for a chat policy, the model's side (:class:`ModelSide`).
+Every episode ends for one of :data:`~openenv_mcp.rollout.endings.END_REASONS`, kept in its result: a chat policy
+says why it stopped (``episode.end_reason``); otherwise the runner tells from the episode (done, or its step limit)
+or from the error (:func:`~openenv_mcp.rollout.endings.ending_for`). An episode that ended for an infrastructure
+failure is left out of the summary's figures and counted apart. Each result also has its wall time (reset to
+close) beside the environment's time (the steps) and, for a chat policy, the model's side (:class:`ModelSide`).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ import httpx
 from openenv_mcp.client import AsyncEnvClient
 from openenv_mcp.client.discovery import ServerInfo
 from openenv_mcp.client.lifecycle import close_surely, opened_reset
+from openenv_mcp.client.pool import AsyncEnvPool
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.models import StepResult
+from openenv_mcp.rollout.endings import END_REASONS, PolicyError, ending_for, is_infra
 from openenv_mcp.trajectories.chat import ChatMessage
 
 __all__ = [
@@ -43,30 +48,11 @@ __all__ = [
     "Reset",
     "RolloutEpisode",
     "Summary",
+    "resumed",
     "run_plan",
     "run_rollouts",
 ]
 
-
-class PolicyError(OpenEnvError):
-    """The policy could not act: its model endpoint answered an error or something unusable."""
-
-    code = "policy_error"
-    status = 502
-
-
-END_REASONS = {
-    "done": "the environment ended the episode: its task is over",
-    "step_limit": "the environment's step limit ended the episode",
-    "turn_limit": "the policy made as many model calls as it may (--max-turns)",
-    "text_only": "the model replied without a tool call, and had used its reminders (--reminders)",
-    "length": "a reply was cut at the token limit (finish_reason length) before it held a call",
-    "context_full": "the conversation no longer fits the model's context",
-    "stopped": "the policy returned with the episode still open",
-    "model_error": "the model endpoint failed (a failed trial: it runs again when an eval resumes)",
-    "server_error": "the environment server failed (a failed trial, likewise)",
-}
-"""Why an episode ended, by name."""
 
 _LAST_TEXT = 500  # characters of the model's last reply kept with a result
 
@@ -109,7 +95,7 @@ class RolloutEpisode:
 
     def __init__(
         self,
-        client: AsyncEnvClient,
+        client: AsyncEnvClient | AsyncEnvPool,
         server: ServerInfo,
         first: StepResult,
         seed: int,
@@ -151,7 +137,10 @@ class RolloutEpisode:
         """Call ``tool`` on this episode (``POST /step``); errors are raised as the package's exceptions."""
         started = time.perf_counter()
         try:
-            result = await self._client.step(tool, arguments, episode_id=self.episode_id)
+            if isinstance(self._client, AsyncEnvPool):
+                result = await self._client.step(self.episode_id, tool, arguments)
+            else:
+                result = await self._client.step(tool, arguments, episode_id=self.episode_id)
         finally:
             self.latencies.append(time.perf_counter() - started)
         self.steps += 1
@@ -194,16 +183,26 @@ class Summary:
     results: list[EpisodeResult]
     seconds: float
     success_threshold: float = 1.0
+    resumes: list[float] = field(default_factory=list)  # seconds each rebuild of an episode on another replica took
+
+    def resumed(self) -> str:
+        """The rebuilt episodes in a few words ('' when none was)."""
+        return resumed(self.resumes)
 
     @property
     def errors(self) -> list[EpisodeResult]:
-        """The episodes that failed (their figures are left out of the means)."""
+        """The episodes that stopped on an error (the infrastructure's, or a call the policy insisted on)."""
         return [r for r in self.results if r.error is not None]
 
     @property
+    def infra(self) -> list[EpisodeResult]:
+        """The episodes that infrastructure ended (their figures are left out of the means)."""
+        return [r for r in self.results if is_infra(r.end_reason)]
+
+    @property
     def ok(self) -> list[EpisodeResult]:
-        """The episodes that ran to their end: the policy stopped or the environment said done."""
-        return [r for r in self.results if r.error is None]
+        """The episodes scored: every one but those that infrastructure ended."""
+        return [r for r in self.results if not is_infra(r.end_reason)]
 
     @property
     def mean_reward(self) -> float:
@@ -243,10 +242,10 @@ class Summary:
 
     def render(self) -> str:
         """The summary table printed at the end of a rollout."""
-        n, failed = len(self.results), len(self.errors)
+        n, failed, infra = len(self.results), len(self.errors), len(self.infra)
         steps = len(self.latencies)
         lines = [
-            ("episodes", f"{n} ({n - failed} ok, {failed} errors)"),
+            ("episodes", f"{n} ({n - infra} scored, {infra} infra failures, {failed} errors)"),
             ("mean reward", f"{self.mean_reward:.3f}"),
             ("success rate", f"{self.success_rate:.1%} (reward >= {self.success_threshold:g})"),
             ("mean steps", f"{self.mean_steps:.2f}"),
@@ -273,6 +272,8 @@ class Summary:
                     f"{refused} calls refused",
                 )
             )
+        if self.resumes:
+            lines.append(("resumed", self.resumed()))
         lines.append(("errors", str(failed) if failed else "none"))
         text = [f"{label:<14}{value}" for label, value in lines]
         by_message = Counter(r.error for r in self.errors)
@@ -310,7 +311,7 @@ class Batch:
 
 
 async def run_rollouts(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     *,
     episodes: int,
@@ -322,7 +323,7 @@ async def run_rollouts(
     """Run ``episodes`` episodes (seeds ``seed`` ... ``seed + episodes - 1``), ``batch.concurrency`` at a time.
 
     Args:
-        url: The server's base URL.
+        url: The server's base URL, or its replicas' (episodes are spread over them).
         policy: Drives one episode (see the module docstring).
         split: The split tasks are drawn from (the server's default when not given).
         batch: How many at once, what counts as a success, the server's token and what it offers.
@@ -333,7 +334,7 @@ async def run_rollouts(
 
 
 async def run_plan(
-    url: str,
+    url: str | Sequence[str],
     policy: Policy,
     plan: Sequence[Reset],
     *,
@@ -345,16 +346,15 @@ async def run_plan(
     from openenv_mcp.client.discovery import discover
 
     batch = batch or Batch()
-    concurrency = batch.concurrency
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncEnvClient(url, token=batch.token, transport=httpx.AsyncHTTPTransport(limits=limits))
-    info = batch.server or await discover(url, token=batch.token)
+    urls = [url] if isinstance(url, str) else list(url)
+    pool = AsyncEnvPool(urls, token=batch.token)
+    info = batch.server or await discover(urls[0], token=batch.token)
     results: list[EpisodeResult] = []
-    limiter = anyio.Semaphore(concurrency)
+    limiter = anyio.Semaphore(batch.concurrency)
 
     async def one(reset: Reset) -> None:
         async with limiter:
-            result = await _episode(client, info, policy, split, reset)
+            result = await _episode(pool, info, policy, split, reset)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -365,14 +365,13 @@ async def run_plan(
             for reset in plan:
                 group.start_soon(one, reset)
     finally:
-        client.episode_id = None  # each episode was closed by its own task
-        await client.aclose()
+        await pool.aclose()  # each episode was closed by its own task
     results.sort(key=lambda r: (r.seed, r.task_id))
-    return Summary(results, time.perf_counter() - started, batch.success_threshold)
+    return Summary(results, time.perf_counter() - started, batch.success_threshold, list(pool.resumes))
 
 
 async def _episode(
-    client: AsyncEnvClient, server: ServerInfo, policy: Policy, split: str | None, reset: Reset
+    client: AsyncEnvPool, server: ServerInfo, policy: Policy, split: str | None, reset: Reset
 ) -> EpisodeResult:
     seed = reset.seed
     result = EpisodeResult(seed=seed, task_id=reset.task_id or "")
@@ -380,7 +379,7 @@ async def _episode(
     try:
         first = await opened_reset(client, task_id=reset.task_id, split=None if reset.task_id else split, seed=seed)
     except (OpenEnvError, httpx.HTTPError) as exc:
-        result.error, result.end_reason = f"reset: {_describe(exc)}", "server_error"
+        result.error, result.end_reason = f"reset: {_describe(exc)}", ending_for(exc)
         result.seconds = time.perf_counter() - started
         return result
     episode = RolloutEpisode(client, server, first, seed)
@@ -390,8 +389,7 @@ async def _episode(
             raise TypeError(f"A policy must be an async callable taking the episode; {policy!r} returned {acting!r}")
         await acting
     except (OpenEnvError, httpx.HTTPError) as exc:
-        result.error = _describe(exc)
-        result.end_reason = "model_error" if isinstance(exc, PolicyError) else "server_error"
+        result.error, result.end_reason = _describe(exc), ending_for(exc)
     finally:
         if await close_surely(client, episode.episode_id):  # cancelled (Ctrl-C) meanwhile: closed all the same
             raise asyncio.CancelledError
@@ -401,6 +399,17 @@ async def _episode(
     result.end_reason = result.end_reason or episode.end_reason or _ended(episode)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def resumed(resumes: Sequence[float]) -> str:
+    """``resumes`` (seconds per rebuild) in a few words ('' when empty)."""
+    if not resumes:
+        return ""
+    ordered = sorted(resumes)
+    return (
+        f"{len(ordered)} episodes rebuilt after their replica stopped answering "
+        f"(p50 {ordered[len(ordered) // 2]:.2f} s, max {ordered[-1]:.2f} s)"
+    )
 
 
 def _ended(episode: RolloutEpisode) -> str:

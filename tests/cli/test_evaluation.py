@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from openenv_mcp.servers.email import environment as email
 from openenv_mcp.servers.sql import environment as sql
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 
@@ -131,3 +132,84 @@ def test_unknown_split_or_task_is_a_clear_error(sim_server: LiveServer, workdir:
     assert tier.returncode == 2 and "No difficulty 'brutal'; difficulties: easy, medium, hard" in tier.stderr
     task = run_eval(workdir, sim_server.url, "--task", "sql-001")
     assert task.returncode == 2 and "No task sql-001 in split 'test'" in task.stderr
+
+
+# Trial 1 of sql-025 meets a model endpoint that is down while the file "down" exists (an infrastructure failure);
+# trial 1 of sql-024 insists on a tool that does not exist (the policy's own failure); the rest submit the answer.
+FLAKY = """
+from pathlib import Path
+
+from openenv_mcp.rollout import PolicyError
+from openenv_mcp.servers.sql import environment
+
+TASKS = environment.tasks()
+
+
+async def policy(episode):
+    with Path("played.txt").open("a") as out:
+        out.write(f"{episode.task_id} {episode.seed}\\n")
+    if (episode.task_id, episode.seed) == ("sql-025", 1) and Path("down").exists():
+        raise PolicyError("The chat endpoint http://127.0.0.1:9/v1 refused the connection")
+    if (episode.task_id, episode.seed) == ("sql-024", 1):
+        await episode.step("drop_everything", {})
+    await episode.step("submit_answer", {"sql": TASKS.get(episode.task_id).gold_sql})
+"""
+
+
+def test_infrastructure_failures_are_not_scored_and_a_resumed_eval_retries_exactly_those(
+    sim_server: LiveServer, workdir: Path
+) -> None:
+    (workdir / "flaky.py").write_text(FLAKY)
+    (workdir / "down").touch()
+    args = (sim_server.url, "--policy", "flaky:policy", "-k", "2", "--task", "sql-024", "--task", "sql-025")
+    first = run_eval(workdir, *args)
+    assert first.returncode == 1, first.stderr  # trials are left to play again
+    results = json.loads((workdir / "eval-results" / "results.json").read_text())
+    overall = results["overall"]
+    assert (overall["trials"], overall["infra_failures"], overall["errors"]) == (3, 1, 2)
+    assert overall["end_reasons"] == {"done": 2, "model_error": 1, "policy_error": 1}
+    assert overall["mean_reward"] == pytest.approx(2 / 3)  # the refused tool scores 0; the endpoint's failure nothing
+    assert [t["rewards"] for t in results["tasks"]] == [[1.0, 0.0], [1.0]]
+    assert [(e["task_id"], e["trial"], e["end_reason"], e["infra"]) for e in results["errors"]] == [
+        ("sql-024", 1, "policy_error", False),
+        ("sql-025", 1, "model_error", True),
+    ]
+    assert "1 trials ended by infrastructure failures" in first.stdout
+    page = (workdir / "eval-results" / "report.html").read_text()
+    assert "<tr><th>infra failures</th><td>1 (left out of the figures" in page
+    assert "sql-025 trial 1 (model_error, infrastructure)" in page
+
+    (workdir / "down").unlink()
+    (workdir / "played.txt").unlink()
+    again = run_eval(workdir, *args)
+    assert again.returncode == 0, again.stderr
+    assert "1 to run (3 already in" in again.stderr
+    assert (workdir / "played.txt").read_text().splitlines() == ["sql-025 1"]
+    overall = json.loads((workdir / "eval-results" / "results.json").read_text())["overall"]
+    assert (overall["trials"], overall["infra_failures"], overall["mean_reward"]) == (4, 0, 0.75)
+
+
+def _resets(*servers: LiveServer) -> list[float]:
+    return [server.runtime.metrics.registry.get_sample_value("openenv_resets_total") or 0.0 for server in servers]
+
+
+def test_an_eval_given_two_replicas_spreads_its_trials_over_both(workdir: Path) -> None:
+    with live_server(sql, mode="sim") as first, live_server(sql, mode="sim") as second:
+        for given, restart in (((first.url, second.url), ()), ((f"{first.url},{second.url}",), ("--restart",))):
+            before = _resets(first, second)
+            done = run_eval(
+                workdir, *given, "--policy", "half_right:policy", "-k", "4", "--task", "sql-024", "-c", "4", *restart
+            )
+            opened = [after - b for after, b in zip(_resets(first, second), before, strict=True)]
+            assert done.returncode == 0, done.stderr
+            assert f"at 2 replicas ({first.url}, {second.url})" in done.stderr
+            assert sum(opened) == 4 and min(opened) >= 1, opened  # both played, and nothing was played twice
+            results = json.loads((workdir / "eval-results" / "results.json").read_text())
+            assert results["overall"]["trials"] == 4 and results["tasks"][0]["rewards"] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_servers_that_are_not_replicas_of_one_server_are_refused(sim_server: LiveServer, workdir: Path) -> None:
+    with live_server(email, mode="sim") as other:
+        done = run_eval(workdir, f"{sim_server.url},{other.url}", "-k", "1")
+    assert done.returncode == 2
+    assert "are not replicas of one server" in done.stderr and f"{other.url} serves 'email'" in done.stderr

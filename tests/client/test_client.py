@@ -93,3 +93,24 @@ async def test_both_clients_list_tasks_by_split_difficulty_and_text_a_page_at_a_
         again = await env.tasks(split="test", difficulty="hard", offset=5, limit=10)
         whole = await env.tasks(split="test", difficulty="hard")
     assert again == page and whole.tasks[5:15] == page.tasks and len(whole.tasks) == whole.total == page.total
+
+
+def test_a_step_sent_again_with_its_id_is_answered_not_applied_twice(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as env:
+        env.reset(task_id="sql-001")
+        first = env.step("submit_answer", {"rows": [[60]]}, step_id="s-1")
+        again = env.step("submit_answer", {"rows": [[60]]}, step_id="s-1")  # its answer was lost: sent again
+        assert again == first and (first.reward, first.done) == (1.0, True)
+        state = env.state()
+        assert (state.step_count, state.total_reward) == (1, 1.0)  # once, not twice (a second would be refused)
+        with pytest.raises(EpisodeFinished):
+            env.step("submit_answer", {"rows": [[60]]}, step_id="s-2")  # a new step id is a new step
+
+
+def test_a_failed_step_is_forgotten_so_sending_it_again_runs_it(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as env:
+        env.reset(task_id="sql-001")
+        for _ in range(2):
+            with pytest.raises(InvalidToolArguments):
+                env.step("run_query", {"sql": 5}, step_id="bad")
+        assert env.step("run_query", {"sql": "SELECT 1"}, step_id="good").info["step_count"] == 1

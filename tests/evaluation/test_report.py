@@ -30,6 +30,7 @@ def test_the_header_counts_every_task_and_says_how_trials_ended_and_what_model_p
     )
     results = evaluation.as_json()["overall"]
     assert (results["tasks"], results["tasks_scored"], results["trials"], results["errors"]) == (4, 3, 3, 1)
+    assert results["infra_failures"] == 1
     assert results["end_reasons"] == {"done": 1, "text_only": 1, "context_full": 1, "model_error": 1}
     assert results["seconds"] == {"wall": 50.0, "environment": 1.0, "model": 48.0}
     assert results["model"] == {"turns": 12, "text_replies": 4, "parsed_calls": 0, "refused_calls": 0}
@@ -45,5 +46,5 @@ def test_the_header_counts_every_task_and_says_how_trials_ended_and_what_model_p
         "<tr><th>tool parser</th><td>auto</td></tr>",
     ):
         assert fact in page
-    assert "sql-027 trial 0 (model_error): PolicyError" in page
+    assert "sql-027 trial 0 (model_error, infrastructure): PolicyError" in page
     assert "ended: done 1, text_only 1, context_full 1, model_error 1" in evaluation.render()

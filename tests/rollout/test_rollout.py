@@ -106,7 +106,7 @@ async def test_a_server_error_mid_run_is_reported_in_the_summary() -> None:
     assert (summary.errors[0].error or "").startswith(crashed)
     assert [r.reward for r in summary.results if r.error is None] == [1.0] * 5
     table = summary.render()
-    assert "6 (5 ok, 1 errors)" in table and f"1 x {crashed}" in table and "(seeds 2)" in table
+    assert "6 (5 scored, 1 infra failures, 1 errors)" in table and f"1 x {crashed}" in table and "(seeds 2)" in table
 
 
 async def test_a_run_stopped_mid_way_leaves_no_episode_open() -> None:
@@ -138,12 +138,12 @@ async def test_discover_lists_the_tools_an_mcp_agent_sees(sql_server: LiveServer
 
 def test_summary_figures() -> None:
     results = [EpisodeResult(seed=i, reward=r, steps=2, latencies=[i / 1000, 0.001]) for i, r in enumerate([1, 0.5])]
-    results.append(EpisodeResult(seed=2, error="OpenEnvError: down"))
+    results.append(EpisodeResult(seed=2, error="OpenEnvError: down", end_reason="server_error"))
     summary = Summary(results, seconds=2.0, success_threshold=0.5)
-    assert (summary.mean_reward, summary.success_rate, summary.mean_steps) == (0.75, 1.0, 2.0)  # the ok episodes
+    assert (summary.mean_reward, summary.success_rate, summary.mean_steps) == (0.75, 1.0, 2.0)  # infra left out
     assert (summary.latency(0.5), summary.latency(0.99)) == (0.001, 0.001)
     table = summary.render()
-    assert "episodes      3 (2 ok, 1 errors)" in table
+    assert "episodes      3 (2 scored, 1 infra failures, 1 errors)" in table
     assert "success rate  100.0% (reward >= 0.5)" in table
     assert "throughput    1.5 episodes/s, 2.0 steps/s" in table
     assert "1 x OpenEnvError: down (seeds 2)" in table
@@ -162,7 +162,8 @@ def test_rollout_cli_with_an_openai_compatible_model(sql_server: LiveServer, mod
     failing = [s for s in seeds if TASKS.pick(task_id=None, split=None, seed=s).id == FAILING]
     assert done.returncode == (1 if failing else 0), done.stderr
     rewards = [expected_reward(s) for s in seeds if s not in failing]
-    assert summary_line(done.stdout, "episodes") == f"6 ({6 - len(failing)} ok, {len(failing)} errors)"
+    n = len(failing)
+    assert summary_line(done.stdout, "episodes") == f"6 ({6 - n} scored, {n} infra failures, {n} errors)"
     assert summary_line(done.stdout, "mean reward") == f"{sum(rewards) / len(rewards):.3f}"
     assert summary_line(done.stdout, "mean steps") == "2.00"
     assert re.search(r"p50 [\d.]+ ms, p99 [\d.]+ ms", summary_line(done.stdout, "step latency"))
@@ -179,7 +180,7 @@ def test_rollout_cli_reports_a_failing_model_and_exits_1(
         "--episodes", "1", "--seed", str(seed),
     )  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert summary_line(done.stdout, "episodes") == "1 (0 ok, 1 errors)"
+    assert summary_line(done.stdout, "episodes") == "1 (0 scored, 1 infra failures, 1 errors)"
     assert "PolicyError: The chat endpoint" in done.stdout and "answered 500" in done.stdout
 
 
@@ -195,7 +196,7 @@ def test_rollout_by_name_starts_its_own_server_which_records_trajectories(tmp_pa
     store = f"sqlite:///{tmp_path / 'rollout.db'}"
     done = rollout("sql", "--episodes", "5", "--concurrency", "2", OPENENV_TRAJECTORIES=store)
     assert done.returncode == 0, done.stderr
-    assert summary_line(done.stdout, "episodes") == "5 (5 ok, 0 errors)"
+    assert summary_line(done.stdout, "episodes") == "5 (5 scored, 0 infra failures, 0 errors)"
     assert summary_line(done.stdout, "mean steps") == "3.00"  # the sql environment's three examples
     records = list(iter_records(store))  # the server stopped cleanly: everything was written
     assert len(records) == 5 and all(len(r["rewards"]) == 3 for r in records)

@@ -1,0 +1,87 @@
+"""What rebuilds an open sim episode on another replica: its journal (task, seed, the steps applied) and the replay.
+
+A sim episode is its task, its seed and its actions: replaying them on any replica of the same server gives the
+same episode (the sim is deterministic under its seed; the same replay makes forks and signed snapshots). The pool
+keeps a :class:`Journal` per open episode, and when the episode's replica stops answering it :func:`rebuild`\\ s the
+episode elsewhere, checks that the replay came out where the journal says (the same steps, the same total reward),
+and carries on with the step that failed. A world whose worker cannot replay, or a replica that refuses the reset,
+fails the rebuild with the server's error, which the pool reports naming the replicas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from openenv_mcp.client.env_client import AsyncEnvClient
+from openenv_mcp.errors import OpenEnvError, ReplayDiverged
+from openenv_mcp.models import StepResult
+
+__all__ = ["Journal", "rebuild"]
+
+
+@dataclass(slots=True)
+class Journal:
+    """One open episode as the pool can rebuild it.
+
+    Attributes:
+        task_id: Its task.
+        seed: The seed its reset used (the server reports it).
+        url: The replica that holds it now.
+        server_id: Its id on that replica (the caller keeps the id its reset returned).
+        steps: The steps applied so far, in order, with their arguments.
+        step_count: The server's step count after the last of them.
+        total_reward: The server's total reward after the last of them.
+    """
+
+    task_id: str
+    seed: int | None
+    url: str
+    server_id: str
+    steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    step_count: int = 0
+    total_reward: float = 0.0
+
+    @classmethod
+    def opened(cls, first: StepResult, url: str) -> Journal:
+        """The journal of the episode a reset on ``url`` answered ``first``."""
+        seed = first.info.get("seed")
+        return cls(str(first.info.get("task_id", "")), None if seed is None else int(seed), url, first.episode_id)
+
+    def applied(self, tool: str, arguments: dict[str, Any], result: StepResult) -> None:
+        """Write down a step the server applied, and where it left the episode."""
+        self.steps.append((tool, arguments))
+        self.step_count = int(result.info.get("step_count", self.step_count + 1))
+        self.total_reward = float(result.info.get("total_reward", self.total_reward + result.reward))
+
+
+async def rebuild(journal: Journal, client: AsyncEnvClient) -> str:
+    """Open ``journal``'s episode on ``client``'s server and replay its steps; the new episode's id there.
+
+    Raises:
+        httpx.HTTPError: That server did not answer either (the caller tries another).
+        OpenEnvError: It answered but the episode cannot be rebuilt there (a reset refused, a replay that came out
+            elsewhere: :class:`~openenv_mcp.errors.ReplayDiverged`); the half-built episode is closed.
+    """
+    first = await client.reset(task_id=journal.task_id, seed=journal.seed)
+    client.episode_id = None  # the pool, not the client, remembers episodes
+    try:
+        last = first
+        for tool, arguments in journal.steps:
+            last = await client.step(tool, arguments, episode_id=first.episode_id)
+        count = int(last.info.get("step_count", len(journal.steps)))
+        reward = float(last.info.get("total_reward", 0.0))
+        if (count, round(reward, 9)) != (journal.step_count, round(journal.total_reward, 9)):
+            raise ReplayDiverged(
+                f"Replaying episode of task {journal.task_id!r} (seed {journal.seed}) gave {count} steps and reward "
+                f"{reward:g}, where it had {journal.step_count} and {journal.total_reward:g}: its environment is "
+                "not deterministic under its seed"
+            )
+    except OpenEnvError:
+        with contextlib.suppress(OpenEnvError, httpx.HTTPError):
+            await client.close_episode(episode_id=first.episode_id)
+        raise
+    return first.episode_id
