@@ -133,7 +133,7 @@ def full_plan() -> Plan:
 
 def toy_plan(*, ports: tuple[int, int]) -> Plan:
     """The pipeline at toy scale (the CI test): SmolLM2-135M served with Qwen's tool template, 2 held-out
-    episodes per arm, 2 reference examples of 384 tokens, one RL iteration of 2 episodes."""
+    episodes per arm, 4 reference solutions and one SFT step, one RL iteration of 2 episodes and one step."""
     plan = draw_plan(
         environment="sql",
         difficulty="easy",
@@ -143,8 +143,8 @@ def toy_plan(*, ports: tuple[int, int]) -> Plan:
         model="smollm2-135m",
         serving=Serving(ports=ports, context=2048, chat_template="tests/support/qwen2_5_chat_template.jinja"),
         sampling=Sampling(temperature=0.7, max_tokens=24, max_turns=2, timeout=120.0),
-        sft=Training(max_examples=2, max_length=384),
-        rl=Training(learning_rate=1e-4, max_examples=2, max_length=384),
+        sft=Training(max_examples=1, max_length=1024),
+        rl=Training(learning_rate=1e-4, max_examples=1, max_length=1024),
         rl_tasks=2,
         rl_min_reward=0.0,  # the toy model solves nothing: keep every sampled episode so the update path runs
     )

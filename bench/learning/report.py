@@ -126,6 +126,7 @@ def _curve(layout: Layout, ledger: Ledger) -> dict[str, Any]:
 def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[str, Any]:
     """Write results.json, manifest.json and curve.png; return the results."""
     arms = {arm: arm_summary(episodes.collect(layout.arm(arm))) for arm in ARMS}
+    described = manifest(layout, plan)
     results: dict[str, Any] = {
         "plan": _relative(layout.plan),
         "environment": plan.environment,
@@ -152,11 +153,11 @@ def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[s
             for name in ("warm_start", "trained")
             if layout.adapter(name).exists()
         },
-        "base_model": manifest(layout, plan)["base_model"],
+        "base_model": described["base_model"],
         "versions": _versions(python),
     }
     layout.results.write_text(json.dumps(results, indent=1) + "\n")
-    layout.manifest.write_text(json.dumps(manifest(layout, plan), indent=1) + "\n")
+    layout.manifest.write_text(json.dumps(described, indent=1) + "\n")
     command = [str(python), "-m", "bench.learning.curve", str(layout.results), str(layout.curve)]
     subprocess.run(command, check=True, cwd=llama.ROOT, capture_output=True)
     return results
