@@ -1,6 +1,7 @@
 """The LoRA update, run in the learning venv: ``python -m bench.learning.sft --model GGUF --examples JSONL --out DIR``.
 
-The base model is the GGUF file the servers play, dequantised by transformers (``gguf_file=``); the adapter is a
+The base model is the GGUF file the servers play, dequantised by transformers (``gguf_file=``, kept beside the
+file after the first time); the adapter is a
 peft LoRA on the plan's projections. One example is one step (its loss on the masked tokens: the model's own).
 After every step the adapter, the optimiser's state and the position in the shuffled data are written to
 ``DIR/checkpoint`` (a new folder swapped in whole), so an interrupted update resumes at the next example; it stops
@@ -61,12 +62,11 @@ def main() -> int:
     args = _parse()
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
-    from transformers import AutoModelForCausalLM
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     started = time.monotonic()
-    base = AutoModelForCausalLM.from_pretrained(str(args.model.parent), gguf_file=args.model.name, dtype=torch.float32)
+    base = _load_base(args.model)
     loaded = round(time.monotonic() - started, 1)
     (args.out / "base").mkdir(parents=True, exist_ok=True)
     base.config.architectures = [type(base).__name__]  # the converter picks its model class by this name
@@ -126,6 +126,25 @@ def main() -> int:
     if not checkpoint.exists():
         _save(model, optimiser, state, args.out)
     return 0
+
+
+def _load_base(gguf: Path) -> Any:
+    """The model transformers dequantises from ``gguf``, kept beside the file as safetensors after the first load:
+    reading a GGUF file's metadata in Python costs about 20 s a pass and transformers makes two, where the saved
+    copy loads in seconds. Keyed by the transformers release that dequantised it."""
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    cached = gguf.parent / f"dequantised-transformers-{transformers.__version__}"
+    if (cached / "config.json").exists():
+        return AutoModelForCausalLM.from_pretrained(str(cached), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    partial = cached.with_name(cached.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    partial.rename(cached)
+    return model
 
 
 def _save(model: Any, optimiser: Any, state: dict[str, Any], out: Path) -> None:
