@@ -150,7 +150,7 @@ def test_the_whole_pipeline_runs_at_toy_scale_in_two_pieces_and_writes_its_artif
     root = tmp_path / "run"
     learn = [sys.executable, "-m", "bench.learning", "--root", str(root)]
     started = time.monotonic()
-    first = subprocess.run([*learn, "run", "--hours", "0.004", "--toy"], cwd=ROOT, capture_output=True, text=True)
+    first = subprocess.run([*learn, "run", "--hours", "0.002", "--toy"], cwd=ROOT, capture_output=True, text=True)
     assert first.returncode == 3, first.stdout + first.stderr  # cut by the deadline, to be resumed
     assert json.loads((root / "state.json").read_text())["stages"]["plan"]["done"]
     second = subprocess.run([*learn, "run", "--hours", "1", "--toy"], cwd=ROOT, capture_output=True, text=True)
