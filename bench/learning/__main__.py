@@ -22,7 +22,7 @@ from bench.learning import episodes, llama, report, stages
 from bench.learning.layout import Layout
 from bench.learning.ledger import Ledger
 from bench.learning.plan import Plan, Sampling, full_plan, toy_plan
-from bench.learning.venv import ensure
+from bench.learning.venv import require
 
 DEFAULT_ROOT = Path(__file__).resolve().parent
 
@@ -65,11 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     layout = Layout(args.root.resolve())
     if args.command == "status":
         return _status(layout)
-    if layout.plan.exists():
-        model = Plan.load(layout.plan).model
-    else:
-        model = "smollm2-135m" if getattr(args, "toy", False) else "qwen2.5-coder-0.5b"
-    python = ensure(model)
+    python = require()
     if args.command == "run":
         make = (lambda: toy_plan(ports=_free_ports(2))) if args.toy else full_plan
         finished = stages.run(layout, python=python, hours=args.hours, commit=args.commit, make=make)

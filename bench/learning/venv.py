@@ -1,16 +1,18 @@
-"""The learning venv ``scripts/learning-deps`` makes: keyed by ``bench/learning/requirements.txt``."""
+"""The learning venv ``scripts/learning-deps`` makes: keyed by ``bench/learning/requirements.txt``.
+
+The pipeline never installs anything itself (``scripts/learn`` runs ``scripts/learning-deps`` first): a test
+that finds no build skips instead of starting an hour of compiling.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 
-__all__ = ["REQUIREMENTS", "ensure", "learning_python"]
+__all__ = ["REQUIREMENTS", "learning_python", "require"]
 
 REQUIREMENTS = Path(__file__).resolve().parent / "requirements.txt"
-_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "learning-deps"
 
 
 def learning_python() -> Path | None:
@@ -21,9 +23,12 @@ def learning_python() -> Path | None:
     return venv / "bin" / "python" if (venv / ".installed").exists() else None
 
 
-def ensure(model: str) -> Path:
-    """Install whatever is missing (the venv, the llama-server build, ``model``'s file: the script) and return the
-    venv's python."""
-    command = ["bash", str(_SCRIPT), "--model", model]
-    printed = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
-    return Path(printed.strip().splitlines()[-1])
+def require() -> Path:
+    """The venv's python and a llama-server build, or an error saying how to get them."""
+    from bench.learning.llama import binary
+
+    python = learning_python()
+    if python is None or binary() is None:
+        missing = "learning venv" if python is None else "llama-server build"
+        raise SystemExit(f"No {missing} here: run scripts/learning-deps (scripts/learn runs it first)")
+    return python
