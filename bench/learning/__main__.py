@@ -175,7 +175,7 @@ def _rerun(layout: Layout, plan: Plan, seed: int) -> int:
         "trained_vs_base": report.compare(arms["trained"], arms["base"]),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    difference = summary["trained_vs_base"]
+    difference = report.compare(arms["trained"], arms["base"])
     print(
         f"rerun seed {seed}: base {arms['base']['pass_rate']:.2f}, trained {arms['trained']['pass_rate']:.2f}, "
         f"difference {difference['pass_rate']:+.2f} (95% {difference['pass_rate_95'][0]:+.2f} to "

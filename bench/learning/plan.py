@@ -131,7 +131,7 @@ def full_plan() -> Plan:
     return draw_plan(environment="sql", difficulty="easy", tests=50, trials=2, dev=20, model="qwen2.5-coder-0.5b")
 
 
-def toy_plan(*, ports: tuple[int, int]) -> Plan:
+def toy_plan(*, ports: tuple[int, ...]) -> Plan:
     """The pipeline at toy scale (the CI test): SmolLM2-135M served with Qwen's tool template, 2 held-out
     episodes per arm, 4 reference solutions and one SFT step, one RL iteration of 2 episodes and one step."""
     plan = draw_plan(

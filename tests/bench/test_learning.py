@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def _char_renderer() -> Renderer:
 
 
 def test_a_reference_conversation_trains_only_on_the_assistants_calls_and_end_tokens() -> None:
-    record = {
+    record: dict[str, Any] = {
         "task_id": "sql-001",
         "messages": [
             {"role": "system", "content": "Answer with SQL."},
