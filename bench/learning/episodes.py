@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def play(
             processes.append(
                 (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=environment), log)
             )
-        finished = _wait(processes, deadline)
+        finished = _wait(processes, deadline, progress=lambda: _progress(out, len(tasks) * _trials(args)))
         if not finished:
             return False
         if all(process.returncode == 0 for process, _ in processes):
@@ -70,12 +71,30 @@ def play(
     return False
 
 
-def _wait(processes: list[tuple[subprocess.Popen[bytes], Any]], deadline: float) -> bool:
-    """Wait for every process; at ``deadline`` interrupt them all (their finished trials are kept) and say so."""
+def _trials(args: list[str]) -> int:
+    return int(args[args.index("--trials") + 1])
+
+
+def _progress(out: Path, total: int) -> str:
+    played = collect(out)
+    rewarded = sum(t["reward"] >= 1 for t in played)
+    return f"{out.name}: {len(played)}/{total} episodes, {rewarded} rewarded"
+
+
+def _wait(
+    processes: list[tuple[subprocess.Popen[bytes], Any]], deadline: float, *, progress: Callable[[], str]
+) -> bool:
+    """Wait for every process, printing ``progress()`` when it changes; at ``deadline`` interrupt them all (their
+    finished trials are kept) and say so."""
+    shown = ""
     try:
-        for process, _ in processes:
-            remaining = deadline - time.monotonic()
-            process.wait(timeout=max(remaining, 0.001))
+        while any(process.poll() is None for process, _ in processes):
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("openenv-mcp eval", 0)
+            if (line := progress()) != shown:
+                print(line, flush=True)
+                shown = line
+            time.sleep(2)
         return True
     except subprocess.TimeoutExpired:
         for process, _ in processes:

@@ -163,6 +163,7 @@ def stage_sft(ctx: Context) -> bool:
     done = _update(ctx, data=layout.reference / "examples.jsonl", out=layout.sft, settings=ctx.plan.sft, init=None)
     state = json.loads((layout.sft / "checkpoint" / "state.json").read_text())
     ctx.ledger.stage("sft").update(step=state["step"], steps=state["steps"], parameters=state["parameters"])
+    print(f"sft: step {state['step']}/{state['steps']}", flush=True)
     if done:
         adapter.convert(ctx.python, layout.sft, layout.adapter("warm_start"))
     return done

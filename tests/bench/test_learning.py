@@ -177,3 +177,28 @@ def test_the_whole_pipeline_runs_at_toy_scale_in_two_pieces_and_writes_its_artif
     status = subprocess.run([*learn, "status"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "report     done" in status and "pieces: 2" in status
     print(f"toy pipeline: {seconds:.0f} s")
+
+
+def test_an_arms_tasks_are_dealt_over_the_servers_and_collected_and_a_deadline_stops_them(tmp_path: Path) -> None:
+    from bench.learning.episodes import collect, play
+
+    # the scripted policy ignores the endpoint: this exercises the dealing, the parts' logs and the collection
+    args = ["sql", "--split", "train", "--trials", "2", "--seed", "0", "--policy", "scripted", "--no-progress"]
+    tasks = ["sql-001", "sql-002", "sql-003"]
+    urls = ["http://127.0.0.1:9", "http://127.0.0.1:10"]
+    late = play(
+        args,
+        tasks=tasks,
+        urls=urls,
+        model="m",
+        out=tmp_path / "cut",
+        deadline=time.monotonic(),
+        store=tmp_path / "s.db",
+    )
+    assert not late  # the deadline had passed: interrupted, to be resumed
+    assert play(args, tasks=tasks, urls=urls, model="m", out=tmp_path / "arm", deadline=time.monotonic() + 300,
+                store=tmp_path / "s.db")  # fmt: skip
+    played = collect(tmp_path / "arm")
+    assert [(t["task_id"], t["seed"]) for t in played] == [(task, seed) for task in tasks for seed in (0, 1)]
+    assert sorted(p.name for p in (tmp_path / "arm").iterdir()) == ["part-0", "part-1"]
+    assert all(t["reward"] == 1.0 for t in played)
