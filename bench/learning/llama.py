@@ -39,7 +39,7 @@ def source_tree() -> Path:
 
 def llama_version() -> str:
     script = _script("llama_server.py")
-    return f"{script['PACKAGE']}=={script['VERSION']}"
+    return f"{script['PACKAGE']}=={script['VERSION']} (build {script['home']().name}: {' '.join(script['OPTIONS'])})"
 
 
 def model_file(name: str) -> Path:

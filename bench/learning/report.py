@@ -105,6 +105,8 @@ def _versions(python: Path) -> dict[str, Any]:
         "| {'python': sys.version.split()[0]}))"
     )
     learning = json.loads(subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout)
+    frozen = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True, text=True).stdout
+    learning["freeze"] = frozen.split()
     from importlib.metadata import version
 
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=llama.ROOT, capture_output=True, text=True).stdout
