@@ -57,10 +57,6 @@ def server_args(plan: Plan, *, lora: str | None = None) -> list[str]:
     serving = plan.serving
     args = ["-t", str(serving.threads), "-tb", str(serving.threads), "-c", str(serving.context), "-np", "1"]
     args += ["--jinja", "--cache-ram", "0", "--host", "127.0.0.1"]
-    # The pinned build (GGML_NATIVE) compiles ggml's AMX kernels on these Xeons, whose CPU flags list AMX but whose
-    # tile instructions trap here (SIGILL in tinygemm_kernel_amx on the first batch, every model): --no-repack
-    # keeps the weights out of the AMX buffer type, and so out of those kernels.
-    args += ["--no-repack"]
     if serving.chat_template:
         args += ["--chat-template-file", serving.chat_template]
     if lora:
