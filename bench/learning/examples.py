@@ -1,0 +1,121 @@
+"""Training examples, token ids with a loss mask (1 on the model's own tokens), from exported conversations.
+
+Reference solutions (played by the scripted policy, exported by ``openenv-mcp trajectories export``) are rendered
+with the chat template the llama-server serves (``GET /props``) by the same renderer the capture proxy uses, and
+tokenized by that server (``POST /tokenize``): the ids are those the model reads at evaluation. The loss covers
+each assistant turn from the end of the template's generation prompt through its end-of-turn token.
+:func:`check_format` proves the renderer agrees with the server's own rendering (``POST /apply-template``) of
+the first prompt, system message and tools included.
+
+Sampled episodes (``--capture-tokens``) already carry the ids the model read and wrote (``tokens``): their mask is
+the sampled tokens.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from openenv_mcp.proxy.conversation import arguments_object
+from openenv_mcp.proxy.template import ChatTemplate
+
+__all__ = ["Renderer", "captured_example", "check_format"]
+
+
+class Renderer:
+    """The served model's chat template and tokenizer, reached over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.client = httpx.Client(base_url=url, timeout=120)
+        props = self.client.get("/props").raise_for_status().json()
+        self.template = ChatTemplate(props["chat_template"], bos_token=props.get("bos_token") or "")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def tokenize(self, text: str) -> list[int]:
+        body = {"content": text, "add_special": False, "parse_special": True}
+        tokens: list[int] = self.client.post("/tokenize", json=body).raise_for_status().json()["tokens"]
+        return tokens
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, opened: bool) -> str:
+        return self.template.render(_templated(messages), tools, add_generation_prompt=opened)
+
+    def example(self, record: Mapping[str, Any], *, max_length: int) -> dict[str, Any]:
+        """``record``'s conversation as ids and mask, cut at ``max_length`` tokens."""
+        messages, tools = list(record["messages"]), list(record.get("tools") or [])
+        pieces: list[tuple[str, int]] = []  # (text, 1 when the model wrote it)
+        done = ""
+        for index, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            prompt = self.render(messages[:index], tools, opened=True)
+            whole = self.render(messages[: index + 1], tools, opened=False)
+            if not (prompt.startswith(done) and whole.startswith(prompt)):
+                raise ValueError(f"The template rewrites earlier turns of {record.get('task_id')}: no exact mask")
+            reply = whole[len(prompt) :]
+            kept = reply.rstrip("\n")  # the newline after the end-of-turn token opens the next turn's header
+            pieces += [(prompt[len(done) :], 0), (kept, 1)]
+            done = prompt + kept
+        ids: list[int] = []
+        mask: list[int] = []
+        for text, trained in pieces:
+            if text:
+                tokens = self.tokenize(text)
+                ids += tokens
+                mask += [trained] * len(tokens)
+        return {
+            "task_id": record.get("task_id"),
+            "seed": record.get("seed"),
+            "ids": ids[:max_length],
+            "mask": mask[:max_length],
+            "tokens": len(ids),
+        }
+
+
+def _templated(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as a chat template takes them: tool-call arguments as objects, as llama.cpp passes them."""
+    shaped = []
+    for message in messages:
+        copied = copy.deepcopy(dict(message))
+        for call in copied.get("tool_calls") or []:
+            call["function"]["arguments"] = arguments_object(call["function"].get("arguments"))
+        shaped.append(copied)
+    return shaped
+
+
+def check_format(renderer: Renderer, record: Mapping[str, Any]) -> None:
+    """Raise when the server renders the record's first prompt (system, task, tools) otherwise than we do."""
+    opening = [m for m in record["messages"] if m["role"] in ("system", "user")][:2]
+    tools = list(record.get("tools") or [])
+    ours = renderer.render(opening, tools, opened=True)
+    answer = renderer.client.post("/apply-template", json={"messages": opening, "tools": tools})
+    theirs = answer.raise_for_status().json()["prompt"]
+    if ours != theirs:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs))
+        )
+        raise ValueError(
+            f"The training format differs from the served one at character {at}: "
+            f"{ours[at - 40 : at + 40]!r} against {theirs[at - 40 : at + 40]!r}"
+        )
+
+
+def captured_example(record: Mapping[str, Any], *, max_length: int) -> dict[str, Any] | None:
+    """A sampled episode's own tokens (``--capture-tokens``) as ids and mask; None when it has no one-sequence
+    form (docs/capture.md)."""
+    tokens = record.get("tokens")
+    if not tokens:
+        return None
+    ids = list(tokens["prompt_ids"]) + list(tokens["completion_ids"])
+    mask = [0] * len(tokens["prompt_ids"]) + list(tokens["completion_mask"])
+    return {
+        "task_id": record.get("task_id"),
+        "seed": record.get("seed"),
+        "ids": ids[:max_length],
+        "mask": mask[:max_length],
+        "tokens": len(ids),
+    }
