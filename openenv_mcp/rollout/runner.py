@@ -49,10 +49,15 @@ __all__ = [
 
 
 class PolicyError(OpenEnvError):
-    """The policy could not act: its model endpoint answered an error or something unusable."""
+    """The policy could not act: its model endpoint answered an error or something unusable.
+
+    ``end_reason`` is the episode's end reason when it fails so (:data:`END_REASONS`); a kind of policy with its
+    own way to fail (a harness that crashed) names its own.
+    """
 
     code = "policy_error"
     status = 502
+    end_reason = "model_error"
 
 
 END_REASONS = {
@@ -65,6 +70,8 @@ END_REASONS = {
     "stopped": "the policy returned with the episode still open",
     "model_error": "the model endpoint failed (a failed trial: it runs again when an eval resumes)",
     "server_error": "the environment server failed (a failed trial, likewise)",
+    "harness_timeout": "the agent harness ran past its time limit (--harness-timeout) and was stopped",
+    "harness_error": "the agent harness exited with an error (a failed trial; its stderr's tail is the error)",
 }
 """Why an episode ended, by name."""
 
@@ -159,6 +166,12 @@ class RolloutEpisode:
         self.done = result.done
         self.last = result
         return result
+
+    async def refresh(self) -> None:
+        """Read the episode's step count, reward and done flag from the server (``GET /state``): for a policy
+        whose calls reach the server another way (an agent harness over MCP)."""
+        state = await self._client.state(episode_id=self.episode_id)
+        self.steps, self.reward, self.done = state.step_count, state.total_reward, state.done
 
 
 Policy = Callable[[RolloutEpisode], Awaitable[None]]
@@ -391,7 +404,7 @@ async def _episode(
         await acting
     except (OpenEnvError, httpx.HTTPError) as exc:
         result.error = _describe(exc)
-        result.end_reason = "model_error" if isinstance(exc, PolicyError) else "server_error"
+        result.end_reason = exc.end_reason if isinstance(exc, PolicyError) else "server_error"
     finally:
         if await close_surely(client, episode.episode_id):  # cancelled (Ctrl-C) meanwhile: closed all the same
             raise asyncio.CancelledError
