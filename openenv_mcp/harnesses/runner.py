@@ -156,8 +156,8 @@ class HarnessPolicy:
                 await stop_leftovers(job.home, group=process.pid)
                 with anyio.CancelScope(shield=True):
                     await process.wait()
-            else:
-                await stop_leftovers(job.home, group=process.pid)
+            else:  # what it left running (Cline's hub daemon), counted
+                self.leftovers += len(await stop_leftovers(job.home, group=process.pid))
         return code, _tail(job.home / "stderr.log")
 
     def _count_turns(self, episode: RolloutEpisode) -> None:
