@@ -66,7 +66,11 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     model.add_argument("--max-turns", type=positive, help="model calls per episode at most (default: step limit)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
-    model.add_argument("--max-tokens", type=positive, help="tokens per reply at most (default: the endpoint's)")
+    model.add_argument(
+        "--max-tokens",
+        type=positive,
+        help="tokens per reply at most (default: the endpoint's; with --policy harness, the proxy caps at 4096)",
+    )
     model.add_argument(
         "--timeout", type=_seconds, default=300.0, help="seconds to wait for each model answer (default 300)"
     )
@@ -181,9 +185,12 @@ class _HarnessPlan:
     def start(self, args: argparse.Namespace, stack: AsyncExitStack) -> HarnessPolicy:
         """The capture proxy in front of ``--base-url`` (until ``stack`` closes), and the policy that uses it."""
         from openenv_mcp.harnesses import HarnessPolicy, harness_named
-        from openenv_mcp.proxy import CaptureProxy
+        from openenv_mcp.proxy import CaptureProxy, EngineOptions
 
-        proxy = stack.enter_context(CaptureProxy(args.base_url, store=self.store, timeout=args.timeout))
+        capped = {"max_tokens": args.max_tokens} if args.max_tokens else {}
+        options = EngineOptions(parser=args.tool_parser, **capped)
+        proxy = CaptureProxy(args.base_url, store=self.store, options=options, timeout=args.timeout)
+        stack.enter_context(proxy)
         policy = HarnessPolicy(
             harness_named(self.name),
             command=self.command,

@@ -3,7 +3,8 @@ from the package index): an sql episode played through the OpenAI SDK, and every
 server token by token.
 
 It runs where a llama.cpp build exists (``tests/support/llama.py`` says where it looks) and skips, saying so,
-where none does, CI included when nothing built one: ``scripts/llama_server.py`` compiles it (once per machine, cached by its pin).
+where none does, CI included when nothing built one: ``scripts/llama_server.py`` compiles it (once per machine,
+cached by its pin).
 """
 
 from __future__ import annotations
