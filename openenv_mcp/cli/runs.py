@@ -23,7 +23,17 @@ if TYPE_CHECKING:
 __all__ = ["Run", "add_policy_arguments", "open_run", "positive"]
 
 _PARSERS = ("auto", "none", "hermes", "json", "mistral")  # openenv_mcp.rollout.parsers.PARSERS (a test pins it)
-_HARNESSES = ("claude", "cline", "codex", "continue", "opencode", "smolagents")  # harnesses.HARNESSES (pinned too)
+_HARNESSES = (
+    "claude",
+    "cline",
+    "codex",
+    "continue",
+    "copilot",
+    "gemini",
+    "opencode",
+    "qwen",
+    "smolagents",
+)  # harnesses.HARNESSES (pinned too)
 
 
 def positive(value: str) -> int:

@@ -14,6 +14,9 @@ cline         npm ``cline``                        chat completions, SSE      ``
 opencode      npm ``opencode-ai``                  chat completions, SSE      ``opencode``
 codex         npm ``@openai/codex``                Responses, SSE             ``codex``
 claude        npm ``@anthropic-ai/claude-code``    Anthropic Messages, SSE    ``claude``
+qwen          npm ``@qwen-code/qwen-code``         chat completions, SSE      ``qwen``
+gemini        npm ``@google/gemini-cli``           Gemini, SSE                ``gemini``
+copilot       npm ``@github/copilot``              chat completions, SSE      ``copilot``
 ============  ===================================  =========================  ================================
 """
 
@@ -244,6 +247,38 @@ def _claude(job: Job) -> Launch:
     return Launch(arguments, env)
 
 
+def _qwen(job: Job) -> Launch:
+    server = {"httpUrl": job.mcp_url, "headers": job.headers, "trust": True}
+    config = _json(job.home / "mcp.json", {"mcpServers": {job.server: server}})
+    arguments = ["--auth-type", "openai", "--openai-base-url", job.base_url, "--openai-api-key", API_KEY]
+    arguments += ["-m", job.model, "--approval-mode", "yolo", "--mcp-config", str(config), "-o", "stream-json"]
+    return Launch([*arguments, job.prompt])
+
+
+def _gemini(job: Job) -> Launch:
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "mcpServers": {job.server: {"httpUrl": job.mcp_url, "headers": job.headers, "trust": True}},
+    }
+    _json(job.home / ".gemini" / "settings.json", settings)
+    env = {"GOOGLE_GEMINI_BASE_URL": job.base_url, "GEMINI_API_KEY": API_KEY}
+    return Launch(["-m", job.model, "--skip-trust", "-o", "stream-json", "-p", job.prompt], env)
+
+
+def _copilot(job: Job) -> Launch:
+    server = {"type": "http", "url": job.mcp_url, "headers": job.headers, "tools": ["*"]}
+    config = _json(job.home / "mcp.json", {"mcpServers": {job.server: server}})
+    env = {
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": job.base_url,
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_WIRE_API": "completions",
+        "COPILOT_PROVIDER_API_KEY": API_KEY,
+    }
+    arguments = ["-p", job.prompt, "--allow-all-tools", "--output-format", "json", "--model", job.model]
+    return Launch([*arguments, "--additional-mcp-config", f"@{config}"], env)
+
+
 HARNESSES: dict[str, Harness] = {
     harness.name: harness
     for harness in (
@@ -289,6 +324,30 @@ HARNESSES: dict[str, Harness] = {
             wire="messages",
             appends_v1=True,
             prepare=_claude,
+        ),
+        Harness(
+            name="qwen",
+            command="qwen",
+            package="npm @qwen-code/qwen-code@0.15.10",
+            wire="chat",
+            appends_v1=False,
+            prepare=_qwen,
+        ),
+        Harness(
+            name="gemini",
+            command="gemini",
+            package="npm @google/gemini-cli@0.61.0",
+            wire="gemini",
+            appends_v1=True,
+            prepare=_gemini,
+        ),
+        Harness(
+            name="copilot",
+            command="copilot",
+            package="npm @github/copilot@1.0.102",
+            wire="chat",
+            appends_v1=False,
+            prepare=_copilot,
         ),
     )
 }

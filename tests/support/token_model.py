@@ -12,7 +12,8 @@ real server answers them, with a deterministic model.
 
 The model reads its prompt back as text and answers by :attr:`TokenModel.script` when one is queued, else: the
 first tool listed (or the first whose name ends with :attr:`TokenModel.tool`), called without arguments, when no
-tool has answered yet; a sentence after a tool answered (a ``final_answer`` call where that tool is listed, as
+tool has answered yet (a ``tool_search`` for it where only that is listed, as Qwen Code defers its MCP tools, and
+the tool once found); a sentence after a tool answered (a ``final_answer`` call where that tool is listed, as
 smolagents needs); a title when the prompt has no tools. ``served`` keeps every generation (prompt ids, completion
 ids, log-probs) to compare a capture with; ``delay`` makes each answer wait (a slow server); ``n_ctx`` is the
 context (a byte is a token here, so a harness's 20k-token prompt needs about 100k).
@@ -127,18 +128,22 @@ class TokenModel:
         return JSONResponse(self._generate(prompt, text, body))
 
     def _reply(self, prompt: str) -> str:
-        tools = re.search(r"<tools>\n(.*?)\n</tools>", prompt, re.DOTALL)
-        if tools is None:
+        listed = list(re.finditer(r'^\{"type": "function", "function": \{"name": "([^"]+)"', prompt, re.MULTILINE))
+        if not listed:  # (the template writes one tool a line; a harness's own prompt may hold <tools> too)
             return "A short title"
-        names = [json.loads(line)["function"]["name"] for line in tools.group(1).split("\n") if line.strip()]
+        names = [match.group(1) for match in listed]
+        wanted = [name for name in names if self.tool is not None and name.endswith(self.tool)]
+        conversation = prompt[listed[-1].end() :]
         last_turn = prompt.rsplit("<|im_start|>", 2)[-2]
         if "<tool_response>" in last_turn or "Observation:" in last_turn:  # smolagents writes results as text
+            if wanted and not re.search(rf"[\"']name[\"']: [\"']{re.escape(wanted[0])}[\"']", conversation):
+                return _call(wanted[0], {})  # found by a tool search (Qwen Code defers MCP tools behind one)
             if "final_answer" in names:  # smolagents' agent ends only through its final_answer tool
-                return '<tool_call>\n{"name": "final_answer", "arguments": {"answer": "In the result."}}\n</tool_call>'
+                return _call("final_answer", {"answer": "In the result."})
             return "The answer is in the tool's result."
-        wanted = [name for name in names if self.tool is not None and name.endswith(self.tool)]
-        chosen = (wanted or names)[0]
-        return f'<tool_call>\n{{"name": "{chosen}", "arguments": {{}}}}\n</tool_call>'
+        if not wanted and self.tool is not None and "tool_search" in names:
+            return _call("tool_search", {"query": self.tool})
+        return _call((wanted or names)[0], {})
 
     def _generate(self, prompt: list[int], text: str, body: dict[str, Any]) -> dict[str, Any]:
         stop_type, word, cut = "eos", "", []
@@ -175,6 +180,10 @@ class TokenModel:
             "tokens_predicted": len(ids),
             "completion_probabilities": entries,
         }
+
+
+def _call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 def standin_app() -> FastAPI:
