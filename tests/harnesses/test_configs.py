@@ -25,7 +25,8 @@ HARNESS = ["--policy", "harness", "--base-url", "http://127.0.0.1:9", "--model",
 
 def test_an_unknown_harness_is_refused_listing_the_harnesses() -> None:
     printed = failed("rollout", "http://127.0.0.1:9", *HARNESS, "--harness", "aider", "--store", "sqlite://")
-    assert "No harness 'aider'; harnesses: claude, cline, codex, continue, copilot, gemini, opencode, qwen, smolagents" in printed
+    listed = "claude, cline, codex, continue, copilot, gemini, opencode, qwen, smolagents"
+    assert f"No harness 'aider'; harnesses: {listed}" in printed
 
 
 def test_a_missing_harness_command_names_its_pinned_package_and_the_install_script(tmp_path: Path) -> None:

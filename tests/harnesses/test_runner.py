@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from openenv_mcp.cli import main
 from openenv_mcp.harnesses import HARNESSES
-from tests.support.harnesses import installed, left_running, play
+from tests.support.harnesses import exported, installed, left_running, play
 from tests.support.token_model import ProxyStack, detokenize, proxy_stack
 
 
@@ -107,3 +108,26 @@ def test_eval_runs_a_harness_and_reports_its_trials(stack: ProxyStack, tmp_path:
     assert trial["end_reason"] == "stopped" and trial["steps"] == 1 and trial["turns"] == 2
     run = json.loads((tmp_path / "trials.jsonl").read_text().splitlines()[0])["run"]
     assert (run["policy"], run["harness"], run["model"]) == ("harness", "continue", "stand-in")
+
+
+def test_two_cline_episodes_at_once_keep_to_their_own_daemon_and_turns(stack: ProxyStack) -> None:
+    """Cline's hub daemon listens on one fixed port for the whole machine unless told otherwise: each episode gets
+    a port of its own, so two at once each reach their own daemon, configs and episode."""
+    installed("cline")
+    before = set(exported(stack.store))
+    output = io.StringIO()
+    command = ["rollout", stack.env_url, "--policy", "harness", "--harness", "cline", "--base-url", stack.upstream]
+    command += ["--model", "m", "--store", stack.store, "-n", "2", "-c", "2", "--no-progress"]
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        assert main(command) == 0, output.getvalue()
+    assert "ended         stopped 2" in output.getvalue(), output.getvalue()
+    deadline = time.monotonic() + 10
+    while True:
+        new = [record for key, record in exported(stack.store).items() if key not in before]
+        if len(new) == 2 and all(record["rewards"] for record in new):
+            break
+        assert time.monotonic() < deadline, new
+        time.sleep(0.1)
+    for record in new:
+        assert record["rewards"] == [0.0] and len(record["turns"]) == 2
+    assert left_running("cline") == []
