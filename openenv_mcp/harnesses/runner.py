@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +86,6 @@ class HarnessPolicy:
 
     async def __call__(self, episode: RolloutEpisode) -> None:
         home = Path(tempfile.mkdtemp(prefix=f"openenv-{self.harness.name}-"))
-        started = time.perf_counter()
         try:
             job = Job(
                 home=home,
@@ -103,7 +101,6 @@ class HarnessPolicy:
         finally:
             self.leftovers += len(await stop_leftovers(home))
             shutil.rmtree(home, ignore_errors=True)
-        episode.model.seconds = time.perf_counter() - started
         await episode.refresh()
         self._count_turns(episode)
         if code is None:
@@ -165,6 +162,7 @@ class HarnessPolicy:
         rows = [row for row in self.proxy.turns(episode.episode_id) if not row.get("side")]
         episode.model.turns = len(rows)
         episode.model.text_replies = sum(1 for row in rows if not row.get("calls"))
+        episode.model.seconds = sum(row.get("seconds") or 0.0 for row in rows)  # the model's time, as the proxy saw it
         texts = [row["text"] for row in rows if row.get("text")]
         if texts:
             episode.model.last_text = texts[-1][:500]
