@@ -131,3 +131,17 @@ def test_two_cline_episodes_at_once_keep_to_their_own_daemon_and_turns(stack: Pr
     for record in new:
         assert record["rewards"] == [0.0] and len(record["turns"]) == 2
     assert left_running("cline") == []
+
+
+def test_eval_starting_its_own_server_records_it_into_the_store_its_proxy_writes(
+    stack: ProxyStack, tmp_path: Path
+) -> None:
+    installed("codex")
+    store = f"sqlite:///{tmp_path / 'own.db'}"
+    output = io.StringIO()
+    command = ["eval", "sql", "--policy", "harness", "--harness", "codex", "--base-url", stack.upstream]
+    command += ["--model", "m", "--store", store, "--sample", "1", "-k", "1", "--no-progress", "--out", str(tmp_path)]
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        assert main(command) == 0, output.getvalue()
+    (record,) = exported(store).values()  # the server stopped with the run: its steps are written
+    assert record["rewards"] == [0.0] and len(record["turns"]) == 2
