@@ -103,12 +103,12 @@ class HarnessPolicy:
             shutil.rmtree(home, ignore_errors=True)
         await episode.refresh()
         self._count_turns(episode)
-        if code is None:
-            episode.end_reason = "harness_timeout"
-        elif code != 0 and not episode.done:
-            raise HarnessFailed(f"{self.harness.name} exited with code {code}: {stderr}")
-        elif episode.done:
+        if episode.done:  # the environment's word comes first, however the harness ended
             episode.end_reason = "step_limit" if episode.steps >= episode.max_steps else "done"
+        elif code is None:
+            episode.end_reason = "harness_timeout"
+        elif code != 0:
+            raise HarnessFailed(f"{self.harness.name} exited with code {code}: {stderr}")
 
     async def _run(self, job: Job) -> tuple[int | None, str]:
         """Run the harness in ``job.home``: its exit code (``None`` when it ran past the time limit) and the tail of
