@@ -25,7 +25,8 @@ LAYERS: list[set[str]] = [
     {"trajectories"},
     {"doors", "client"},
     {"rollout", "deploy", "registry"},
-    {"proxy"},  # the capture proxy reads calls with rollout's parsers; eval's harness policy runs it
+    {"proxy"},  # the capture proxy reads calls with rollout's parsers
+    {"harnesses"},  # the harness policy: agent CLIs as rollout policies, their model behind the proxy
     {"evaluation", "training", "authoring", "parity"},
     {"cli"},
 ]

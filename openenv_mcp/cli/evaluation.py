@@ -144,6 +144,10 @@ def _policy(run: Run) -> str:
     identity = run.identity
     if "model" not in identity:
         return f"policy {identity.get('policy')}"
+    if "harness" in identity:
+        return (
+            f"harness {identity['harness']}, model {identity['model']} behind a capture proxy at {identity['base_url']}"
+        )
     return f"model {identity['model']} at {identity['base_url']} (tool parser {identity['tool_parser']})"
 
 

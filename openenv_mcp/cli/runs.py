@@ -21,12 +21,24 @@ from openenv_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from openenv_mcp.client.discovery import ServerInfo
+    from openenv_mcp.harnesses import HarnessPolicy
     from openenv_mcp.rollout.runner import Batch, Policy
     from openenv_mcp.trajectories.turns import TurnRecorder
 
 __all__ = ["Run", "add_policy_arguments", "add_server_argument", "open_run", "positive", "run_stoppable"]
 
 _PARSERS = ("auto", "none", "hermes", "json", "mistral")  # openenv_mcp.rollout.parsers.PARSERS (a test pins it)
+_HARNESSES = (
+    "claude",
+    "cline",
+    "codex",
+    "continue",
+    "copilot",
+    "gemini",
+    "opencode",
+    "qwen",
+    "smolagents",
+)  # harnesses.HARNESSES (pinned too)
 
 
 def run_stoppable(main: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
@@ -91,15 +103,23 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         "--policy",
         default="scripted",
         help="scripted (the environment's reference solution of each task, else its examples), "
-        "openai (a chat model with tool calling), or module:callable (your async policy)",
+        "openai (a chat model with tool calling), harness (an agent CLI, --harness), "
+        "or module:callable (your async policy)",
     )
     model = parser.add_argument_group("--policy openai (docs/local-models.md)")
-    model.add_argument("--base-url", help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL)")
+    model.add_argument(
+        "--base-url",
+        help="chat endpoint up to /v1 (default: $OPENAI_BASE_URL); with --policy harness, llama-server's root URL",
+    )
     model.add_argument("--model", help="model name")
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     model.add_argument("--max-turns", type=positive, help="model calls per episode at most (default: step limit)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
-    model.add_argument("--max-tokens", type=positive, help="tokens per reply at most (default: the endpoint's)")
+    model.add_argument(
+        "--max-tokens",
+        type=positive,
+        help="tokens per reply at most (default: the endpoint's; with --policy harness, the proxy caps at 4096)",
+    )
     model.add_argument(
         "--timeout", type=_seconds, default=300.0, help="seconds to wait for each model answer (default 300)"
     )
@@ -129,6 +149,20 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also record each model call's prompt and completion token ids and logprobs (the endpoint must "
         "report them: vLLM, SGLang, llama.cpp's server; docs/capture.md)",
+    )
+    harness = parser.add_argument_group("--policy harness: an agent CLI per episode (docs/harnesses.md)")
+    harness.add_argument("--harness", help="which CLI: " + ", ".join(_HARNESSES))
+    harness.add_argument("--harness-command", help="its executable (default: its command on PATH)")
+    harness.add_argument(
+        "--harness-timeout",
+        type=_seconds,
+        default=600.0,
+        help="seconds the CLI has for one episode; past them it is stopped (harness_timeout; default 600)",
+    )
+    harness.add_argument(
+        "--store",
+        help="the trajectory store the server records into, where the proxy writes the model's turns (default: "
+        "$OPENENV_TRAJECTORIES; needed with a server URL)",
     )
 
 
@@ -192,13 +226,16 @@ async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
 
     settings = load_settings(Settings)
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
-    chosen = await _choose_policy(args, settings, stack)
     specs = [spec.strip() for given in args.server for spec in given.split(",") if spec.strip()]
+    named = all(not spec.startswith(("http://", "https://")) for spec in specs)
+    harness = _harness_plan(args, settings, named=named) if args.policy == "harness" else None
+    chosen = None if harness is not None else await _choose_policy(args, settings, stack)
+    store = harness.store if harness is not None else None  # the proxy's turns go where the servers record
     urls: list[str] = []
     for spec in specs:
         if not spec.startswith(("http://", "https://")):
             load_environment(spec)  # an unknown name fails here, listing the installed ones
-            spec = (await stack.enter_async_context(ServerProcess(spec))).url
+            spec = (await stack.enter_async_context(ServerProcess(spec, trajectories=store))).url
         urls.append(spec.rstrip("/"))
     servers = [await discover(url, token=token) for url in urls]
     names = sorted({server.name for server in servers})
@@ -207,10 +244,94 @@ async def open_run(args: argparse.Namespace, stack: AsyncExitStack) -> Run:
         raise ConfigError(f"The servers given are not replicas of one server ({found}); give one server's replicas")
     server = servers[0]
     identity: dict[str, Any] = {"policy": args.policy}
+    if harness is not None:
+        played = harness.start(args, stack)
+        identity.update(played.identity())
+        chosen = played
     if isinstance(chosen, OpenAIPolicy):
         print(await chosen.check(server.openai_tools), file=sys.stderr)
         identity.update(chosen.identity())
     return Run(urls, server, chosen if chosen is not None else _scripted_for(server), token, identity)
+
+
+@dataclass(frozen=True)
+class _HarnessPlan:
+    """``--policy harness`` checked before any server starts: the CLI, its executable, the model and the store."""
+
+    name: str
+    command: str
+    store: str
+
+    def start(self, args: argparse.Namespace, stack: AsyncExitStack) -> HarnessPolicy:
+        """The capture proxy in front of ``--base-url`` (until ``stack`` closes), and the policy that uses it."""
+        from openenv_mcp.harnesses import HarnessPolicy, harness_named
+        from openenv_mcp.proxy import CaptureProxy, EngineOptions
+
+        capped = {"max_tokens": args.max_tokens} if args.max_tokens else {}
+        options = EngineOptions(parser=args.tool_parser, **capped)
+        proxy = CaptureProxy(args.base_url, store=self.store, options=options, timeout=args.timeout)
+        stack.enter_context(proxy)
+        policy = HarnessPolicy(
+            harness_named(self.name),
+            command=self.command,
+            proxy=proxy,
+            model=args.model,
+            timeout=args.harness_timeout,
+            max_turns=args.max_turns,
+        )
+
+        def report() -> None:
+            left = f"; stopped {policy.leftovers} processes the harness left running" if policy.leftovers else ""
+            print(f"model turns recorded by the capture proxy into {self.store}{left}", file=sys.stderr)
+
+        stack.callback(report)
+        return policy
+
+
+def _harness_plan(args: argparse.Namespace, settings: Settings, *, named: bool) -> _HarnessPlan:
+    """Check ``--policy harness``'s options: a known harness, its executable, ``--base-url`` and ``--model``, and a
+    trajectory store shared with the server (a server given by URL records where it was told: say where)."""
+    import shutil
+
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.harnesses import harness_named
+
+    if args.capture_tokens:
+        raise ConfigError(
+            "--policy harness always records the model's tokens (through its proxy): drop --capture-tokens"
+        )
+    if not args.harness:
+        raise ConfigError(f"--policy harness needs --harness, one of: {', '.join(_HARNESSES)}")
+    harness = harness_named(args.harness)
+    if not args.base_url or not args.model:
+        raise ConfigError(
+            "--policy harness needs --base-url (the inference server's root URL, llama-server's "
+            "http://HOST:PORT, which the capture proxy fronts) and --model"
+        )
+    command = args.harness_command or harness.command
+    found = shutil.which(command)
+    if found is None:
+        given = "--harness-command" if args.harness_command else "PATH"
+        raise ConfigError(
+            f"No executable {command!r} for harness {harness.name!r} (looked on {given}); install {harness.package} "
+            "(in a clone, scripts/harnesses installs every pinned harness and prints the PATH to add) or give "
+            "its path with --harness-command"
+        )
+    store = args.store or (settings.trajectories.strip() if settings.trajectories else "")
+    if not store and not named:
+        raise ConfigError(
+            f"--policy harness with a server URL ({', '.join(args.server)}) needs --store (or OPENENV_TRAJECTORIES): "
+            "the trajectory store that server records into, so the proxy writes the model's turns beside its steps"
+        )
+    if not store:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = settings.trajectories_url
+    if store.lower() == "off":
+        raise ConfigError(
+            "--policy harness records the model's turns into the trajectory store, and it is off; set --store or "
+            "OPENENV_TRAJECTORIES to the store the server records into"
+        )
+    return _HarnessPlan(harness.name, found, store)
 
 
 async def _choose_policy(args: argparse.Namespace, settings: Settings, stack: AsyncExitStack) -> Policy | None:

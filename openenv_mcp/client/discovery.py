@@ -123,12 +123,13 @@ class ServerProcess:
     """``openenv-mcp serve NAME --mode sim`` on a free local port, for the length of a ``with`` block.
 
     The server inherits this process's environment, so it records trajectories where
-    ``OPENENV_TRAJECTORIES`` says, as any sim server does.
+    ``OPENENV_TRAJECTORIES`` says, as any sim server does; ``trajectories`` names another store.
     """
 
-    def __init__(self, name: str, *, startup_timeout: float = 60.0) -> None:
+    def __init__(self, name: str, *, startup_timeout: float = 60.0, trajectories: str | None = None) -> None:
         self.name = name
         self.startup_timeout = startup_timeout
+        self.trajectories = trajectories
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (the server's stderr, closed in __aexit__)
@@ -141,7 +142,7 @@ class ServerProcess:
             [*command, "--log-level", "warning"],
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            env=dict(os.environ),
+            env=self._env(),
             preexec_fn=_dies_with_parent(),  # runs only prctl, getppid and kill: safe between fork and exec
         )
         deadline = time.monotonic() + self.startup_timeout
@@ -175,6 +176,12 @@ class ServerProcess:
                     process.kill()
                     process.wait()
         self._log.close()
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.trajectories is not None:
+            env["OPENENV_TRAJECTORIES"] = self.trajectories
+        return env
 
     def _stderr(self) -> str:
         self._log.seek(0)

@@ -352,6 +352,12 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
             return self._book.replica_of(episode_id), episode_id
         return self._book.replicas[journal.url], journal.server_id
 
+    def address(self, episode_id: str) -> tuple[str, str]:
+        """Where ``episode_id`` lives now: its replica's URL and the id that replica knows it by (another than the
+        caller's once the episode was rebuilt), for a client that reaches it another way (an agent harness's MCP)."""
+        replica, server_id = self._where(episode_id)
+        return replica.url, server_id
+
     async def state(self, episode_id: str) -> EpisodeState:
         replica, server_id = self._where(episode_id)
         state: EpisodeState = await self._on(replica, episode_id, lambda c: c.state(episode_id=server_id))

@@ -21,10 +21,15 @@ __all__ = ["ENDINGS", "END_REASONS", "Ending", "PolicyError", "ending_for", "is_
 
 
 class PolicyError(OpenEnvError):
-    """The policy could not act: its model endpoint answered an error or something unusable."""
+    """The policy could not act: its model endpoint answered an error or something unusable.
+
+    ``end_reason`` is the episode's end reason when it fails so (a name of :data:`ENDINGS`); a kind of policy with
+    its own way to fail (an agent harness that crashed) names its own.
+    """
 
     code = "policy_error"
     status = 502
+    end_reason = "model_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +52,11 @@ ENDINGS: dict[str, Ending] = {
         "the server refused a call the policy insisted on (no such tool, bad arguments, a finished episode): "
         "the policy's failure, scored as it stands"
     ),
+    "harness_timeout": Ending("the agent harness ran past its time limit (--harness-timeout) and was stopped"),
     "model_error": Ending("the model endpoint failed", infra=True),
+    "harness_error": Ending(
+        "the agent harness exited with an error before the episode ended (its stderr's tail is the error)", infra=True
+    ),
     "server_error": Ending("the environment server failed (an error of its own, a crash, a refused token)", infra=True),
     "server_timeout": Ending("the environment server did not answer in time (the server, not the model)", infra=True),
     "backend_unavailable": Ending(
@@ -83,7 +92,7 @@ def is_infra(reason: str) -> bool:
 def ending_for(exc: BaseException) -> str:
     """The end reason of an episode stopped by ``exc`` (raised by the model endpoint, the server or the wire)."""
     if isinstance(exc, PolicyError):
-        return "model_error"
+        return exc.end_reason
     if isinstance(exc, httpx.TimeoutException):
         return "server_timeout"
     if isinstance(exc, httpx.HTTPError):  # refused, reset, unreachable: the server is not there

@@ -149,6 +149,19 @@ class RolloutEpisode:
         self.last = result
         return result
 
+    def address(self) -> tuple[str, str]:
+        """The URL of the server that holds this episode now and the id it knows it by: for a policy whose calls
+        reach the server another way (an agent harness over MCP). With several replicas, that is the episode's own."""
+        if isinstance(self._client, AsyncEnvPool):
+            return self._client.address(self.episode_id)
+        return self.server.url, self.episode_id
+
+    async def refresh(self) -> None:
+        """Read the episode's step count, reward and done flag from the server (``GET /state``): for a policy
+        whose calls reach the server another way (an agent harness over MCP)."""
+        state = await self._client.state(episode_id=self.episode_id)
+        self.steps, self.reward, self.done = state.step_count, state.total_reward, state.done
+
 
 Policy = Callable[[RolloutEpisode], Awaitable[None]]
 

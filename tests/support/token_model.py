@@ -11,9 +11,12 @@ real server answers them, with a deterministic model.
   is llama.cpp's 400 ``exceed_context_size_error``. (All as llama.cpp's build 11434 answers.)
 
 The model reads its prompt back as text and answers by :attr:`TokenModel.script` when one is queued, else: the
-first tool listed, called without arguments, when no tool has answered yet; a sentence after a tool answered; a
-title when the prompt has no tools. ``served`` keeps every generation (prompt ids, completion ids, log-probs) to
-compare a capture with; ``delay`` makes each answer wait (a slow server).
+first tool listed (or the first whose name ends with :attr:`TokenModel.tool`), called without arguments, when no
+tool has answered yet (a ``tool_search`` for it where only that is listed, as Qwen Code defers its MCP tools, and
+the tool once found); a sentence after a tool answered (a ``final_answer`` call where that tool is listed, as
+smolagents needs); a title when the prompt has no tools. ``served`` keeps every generation (prompt ids, completion
+ids, log-probs) to compare a capture with; ``delay`` makes each answer wait (a slow server); ``n_ctx`` is the
+context (a byte is a token here, so a harness's 20k-token prompt needs about 100k).
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class TokenModel:
         self.script: list[str] = []
         self.served: list[dict[str, Any]] = []
         self.delay = 0.0
+        self.tool: str | None = None  # call the first listed tool whose name ends so (default: the first)
+        self.n_ctx = N_CTX  # a byte is a token here: harnesses whose prompts are 20k tokens need 100k
         self.app = FastAPI()
         self.app.get("/props")(self._props)
         self.app.post("/tokenize")(self._tokenize)
@@ -99,7 +104,7 @@ class TokenModel:
                 "bos_token": "<|endoftext|>",
                 "eos_token": "<|im_end|>",
                 "model_path": "/models/stand-in-qwen.gguf",
-                "default_generation_settings": {"n_ctx": N_CTX},
+                "default_generation_settings": {"n_ctx": self.n_ctx},
             }
         )
 
@@ -115,22 +120,30 @@ class TokenModel:
         prompt = body["prompt"]
         if self.delay:
             await anyio.sleep(self.delay)
-        if len(prompt) > N_CTX:
-            message = f"request ({len(prompt)} tokens) exceeds the available context size ({N_CTX} tokens)"
+        if len(prompt) > self.n_ctx:
+            message = f"request ({len(prompt)} tokens) exceeds the available context size ({self.n_ctx} tokens)"
             error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
             return JSONResponse({"error": error}, status_code=400)
         text = self.script.pop(0) if self.script else self._reply(detokenize(prompt))
         return JSONResponse(self._generate(prompt, text, body))
 
     def _reply(self, prompt: str) -> str:
-        tools = re.search(r"<tools>\n(.*?)\n</tools>", prompt, re.DOTALL)
-        if tools is None:
+        listed = list(re.finditer(r'^\{"type": "function", "function": \{"name": "([^"]+)"', prompt, re.MULTILINE))
+        if not listed:  # (the template writes one tool a line; a harness's own prompt may hold <tools> too)
             return "A short title"
+        names = [match.group(1) for match in listed]
+        wanted = [name for name in names if self.tool is not None and name.endswith(self.tool)]
+        conversation = prompt[listed[-1].end() :]
         last_turn = prompt.rsplit("<|im_start|>", 2)[-2]
-        if "<tool_response>" in last_turn:
+        if "<tool_response>" in last_turn or "Observation:" in last_turn:  # smolagents writes results as text
+            if wanted and not re.search(rf"[\"']name[\"']: [\"']{re.escape(wanted[0])}[\"']", conversation):
+                return _call(wanted[0], {})  # found by a tool search (Qwen Code defers MCP tools behind one)
+            if "final_answer" in names:  # smolagents' agent ends only through its final_answer tool
+                return _call("final_answer", {"answer": "In the result."})
             return "The answer is in the tool's result."
-        first = json.loads(tools.group(1).split("\n")[0])["function"]["name"]
-        return f'<tool_call>\n{{"name": "{first}", "arguments": {{}}}}\n</tool_call>'
+        if not wanted and self.tool is not None and "tool_search" in names:
+            return _call("tool_search", {"query": self.tool})
+        return _call((wanted or names)[0], {})
 
     def _generate(self, prompt: list[int], text: str, body: dict[str, Any]) -> dict[str, Any]:
         stop_type, word, cut = "eos", "", []
@@ -167,6 +180,10 @@ class TokenModel:
             "tokens_predicted": len(ids),
             "completion_probabilities": entries,
         }
+
+
+def _call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 def standin_app() -> FastAPI:
