@@ -7,9 +7,10 @@ completion ids read back as the reply the harness was given.
 It runs when asked (``OPENENV_HARNESS_REAL_MODEL=1``, or a comma list of harnesses: a pass of all nine takes most
 of an hour, past the suite's budget) where a llama.cpp build exists (``tests/support/llama.py`` says where it looks;
 ``python scripts/llama_server.py`` builds one), and skips, saying which, otherwise. The harnesses' prompts are up
-to 20k tokens, so the server gets a 32k context. A turn costs 10 s to minutes on two cores (a first prompt of 20k tokens), and the small
-model often writes its calls in a form no harness reads and goes on: each harness has 5 minutes (then it ends
-``harness_timeout``, its turns checked all the same), replies of 96 tokens at most and, for smolagents, 4 steps.
+to 20k tokens, so the server gets a 32k context. A turn costs 10 s to minutes on two cores (a first prompt of 20k
+tokens), and the small model often writes its calls in a form no harness reads and goes on: each harness has 5
+minutes (then it ends ``harness_timeout``, its turns checked all the same), replies of 96 tokens at most and, for
+smolagents, 4 steps.
 """
 
 from __future__ import annotations
