@@ -16,6 +16,7 @@ from openenv_mcp.errors import (
     OpenEnvError,
     ToolNotFound,
 )
+from openenv_mcp.harnesses.runner import HarnessFailed
 from openenv_mcp.rollout import ENDINGS, PolicyError, ending_for, is_infra
 
 
@@ -23,6 +24,7 @@ from openenv_mcp.rollout import ENDINGS, PolicyError, ending_for, is_infra
     ("exc", "reason"),
     [
         (PolicyError("The chat endpoint answered 500"), "model_error"),
+        (HarnessFailed("codex exited with 1: ..."), "harness_error"),  # a policy's own way to fail names itself
         (httpx.ReadTimeout("timed out"), "server_timeout"),
         (httpx.ConnectError("refused"), "replica_lost"),
         (ReplicaUnavailable("Replica http://a:1 stopped answering"), "replica_lost"),
@@ -43,6 +45,8 @@ def test_each_failure_has_its_end_reason(exc: BaseException, reason: str) -> Non
 def test_infrastructure_reasons_are_exactly_those_that_say_nothing_about_the_policy() -> None:
     infra = {name for name in ENDINGS if is_infra(name)}
     assert infra == {
-        "model_error", "server_error", "server_timeout", "backend_unavailable", "judge_unavailable", "replica_lost"
+        "model_error", "harness_error", "server_error", "server_timeout", "backend_unavailable", "judge_unavailable",
+        "replica_lost",
     }  # fmt: skip
+    assert not is_infra("harness_timeout")  # an agent that ran out of time failed its task, as at a turn limit
     assert not is_infra("policy_error") and not is_infra("done") and not is_infra("")
