@@ -81,7 +81,7 @@ def test_each_harness_plays_on_the_real_model_and_its_turns_are_the_servers_toke
     records = [record for key, record in exported(store).items() if key not in before]
     assert len(records) == 1, printed
     (record,) = records
-    turns = record["turns"]
+    turns = record.get("turns", [])  # none when the harness never finished a turn in its time
     assert turns, printed
     with httpx.Client(base_url=upstream, timeout=900) as server:
         for turn in turns:
