@@ -87,6 +87,15 @@ class _PoolBase(Generic[ClientT]):
         """The replicas' URLs now (blocking: the async twin calls it on a worker thread)."""
         return targets(self.specs, self.port, self._resolve)
 
+    def _reset_failed(self, replica: Replica[ClientT], exc: httpx.HTTPError) -> None:
+        """A reset on ``replica`` failed on the wire: a slow replica raises :class:`ReplicaTimeout`; a gone one is
+        marked down (the caller tries the next)."""
+        self._book.release(replica)
+        if not is_down(exc):
+            raise ReplicaTimeout(f"Replica {self._book.name(replica)} did not answer reset in time ({exc})") from None
+        self._book.down(replica, exc)
+        self._lost(replica.url)
+
     def _lost(self, url: str) -> None:
         """The replica at ``url`` stopped answering (its episodes are lost): pools that replace replicas act here."""
 
@@ -142,12 +151,7 @@ class EnvPool(_PoolBase[EnvClient]):
             try:
                 result = replica.client.reset(task_id=task_id, split=split, seed=seed)
             except httpx.HTTPError as exc:
-                self._book.release(replica)
-                if not is_down(exc):
-                    name = self._book.name(replica)
-                    raise ReplicaTimeout(f"Replica {name} did not answer reset in time ({exc})") from None
-                self._book.down(replica, exc)
-                self._lost(replica.url)
+                self._reset_failed(replica, exc)
                 continue
             except CapacityExceeded:
                 self._book.release(replica)
@@ -232,12 +236,7 @@ class AsyncEnvPool(_PoolBase[AsyncEnvClient]):
             try:
                 result = await replica.client.reset(task_id=task_id, split=split, seed=seed)
             except httpx.HTTPError as exc:
-                self._book.release(replica)
-                if not is_down(exc):
-                    name = self._book.name(replica)
-                    raise ReplicaTimeout(f"Replica {name} did not answer reset in time ({exc})") from None
-                self._book.down(replica, exc)
-                self._lost(replica.url)
+                self._reset_failed(replica, exc)
                 continue
             except CapacityExceeded:
                 self._book.release(replica)
