@@ -89,10 +89,12 @@ def build(*, jobs: int | None = None, timeout: float = 7200.0) -> Path:
         return target
     source = _source(timeout=timeout)
     build_dir = home() / "build"
-    subprocess.run(["cmake", "-S", str(source), "-B", str(build_dir), *OPTIONS], check=True, timeout=timeout)
+    # the build's output goes to stderr: stdout is the binary's path alone, for the scripts that read it
+    configure = ["cmake", "-S", str(source), "-B", str(build_dir), *OPTIONS]
+    subprocess.run(configure, check=True, timeout=timeout, stdout=sys.stderr)
     jobs = jobs or os.cpu_count() or 1
     command = ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(jobs)]
-    subprocess.run(command, check=True, timeout=timeout)
+    subprocess.run(command, check=True, timeout=timeout, stdout=sys.stderr)
     built = next(build_dir.rglob("bin/llama-server"))
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")

