@@ -32,6 +32,9 @@ process of its own, uvicorn and its socket included, every thread counted; this 
 ``served-sql``, ``served-sql-bare`` (protocol 2026-07-28, sessionless), ``served-sql-legacy``,
 ``served-sql-legacy-bare`` (the legacy era, one session).
 
+``--cache-sim`` adds callgrind's cache model, its last level the size of one core's L2 here (1 MiB), and prints the
+misses per request: what an instruction count cannot show, a path that executes less but touches more memory.
+
 ``--run PATH N`` (what valgrind runs) drives N requests after the warm-up and prints nothing else.
 """
 
