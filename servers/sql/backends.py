@@ -101,6 +101,15 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, 
 _SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
 
 
+@functools.cache
+def _fixture_tables() -> tuple[str, ...]:
+    """The fixture's table names, read once per process: no connection can add or drop a table (every episode's is
+    read-only), so ``list_tables`` answers from here. Reading them per call meant preparing the query again each
+    time (episodes' connections cache no statements), SQLite's parser and the authorizer's Python callback on
+    every call: the largest part of what the sim's ``list_tables`` cost over a constant answer (bench/README.md)."""
+    return tuple(row[0] for row in fixture_database().execute(_SQLITE_TABLES))
+
+
 def _fresh_sqlite() -> sqlite3.Connection:
     # Memory per episode (10,000 episodes must fit in 2 GB): no private copy of the data, nor of its schema and
     # page cache (see _fixture), reads served from the shared pages in place (mmap), no prepared-statement
@@ -132,7 +141,7 @@ def _type_name(declared: str) -> str:
 
 
 def _describe(raw: sqlite3.Connection, table: str) -> TableSchema:
-    names = [row[0] for row in raw.execute(_SQLITE_TABLES)]
+    names = _fixture_tables()
     if table not in names:
         raise ToolFailed(f"No table {table!r}; tables: {', '.join(names)}")
     quoted = '"' + table.replace('"', '""') + '"'  # a name from the list above, quoted as an identifier
@@ -175,7 +184,7 @@ class SqliteBackend:
         self._raw.close()
 
     async def tables(self) -> list[str]:
-        return self._run(lambda raw: [row[0] for row in raw.execute(_SQLITE_TABLES)])
+        return list(_fixture_tables())
 
     async def describe(self, table: str) -> TableSchema:
         return self._run(lambda raw: _describe(raw, table))
