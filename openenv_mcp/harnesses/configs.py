@@ -49,6 +49,10 @@ class Job:
         model: The model name the harness asks for.
         prompt: The task.
         max_turns: Model calls at most, where the harness has such a limit.
+        time_limit: Seconds the episode has (``--harness-timeout``). Where a harness has its own limit on one model
+            request, it is set to this: a small model's first prompt on a CPU (8-20k tokens) takes minutes, and
+            Claude Code (10 minutes), Qwen Code (2 minutes), Codex (5 minutes idle in a stream) and opencode (5
+            minutes) would abandon the request and send it again, the model's reply recorded but never read.
     """
 
     home: Path
@@ -59,6 +63,12 @@ class Job:
     model: str
     prompt: str
     max_turns: int
+    time_limit: float = 600.0
+
+    @property
+    def request_ms(self) -> str:
+        """The time limit in milliseconds, for a harness's own limit on one model request."""
+        return str(int(self.time_limit * 1000))
 
     @property
     def headers(self) -> dict[str, str]:
@@ -189,7 +199,7 @@ def _opencode(job: Job) -> Launch:
             "openenv": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "openenv-mcp",
-                "options": {"baseURL": job.base_url, "apiKey": API_KEY},
+                "options": {"baseURL": job.base_url, "apiKey": API_KEY, "timeout": int(job.request_ms)},
                 "models": {job.model: {"name": job.model}},
             }
         },
@@ -217,6 +227,7 @@ name = "openenv-mcp"
 base_url = {_toml(job.base_url)}
 env_key = "OPENENV_HARNESS_API_KEY"
 wire_api = "responses"
+stream_idle_timeout_ms = {job.request_ms}
 
 [mcp_servers.{job.server}]
 url = {_toml(job.mcp_url)}
@@ -243,6 +254,7 @@ def _claude(job: Job) -> Launch:
         "ANTHROPIC_SMALL_FAST_MODEL": job.model,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
+        "API_TIMEOUT_MS": job.request_ms,
     }
     return Launch(arguments, env)
 
@@ -252,7 +264,7 @@ def _qwen(job: Job) -> Launch:
     config = _json(job.home / "mcp.json", {"mcpServers": {job.server: server}})
     arguments = ["--auth-type", "openai", "--openai-base-url", job.base_url, "--openai-api-key", API_KEY]
     arguments += ["-m", job.model, "--approval-mode", "yolo", "--mcp-config", str(config), "-o", "stream-json"]
-    return Launch([*arguments, job.prompt])
+    return Launch([*arguments, job.prompt], {"QWEN_CODE_API_TIMEOUT_MS": job.request_ms})
 
 
 def _gemini(job: Job) -> Launch:

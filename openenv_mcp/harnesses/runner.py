@@ -97,6 +97,7 @@ class HarnessPolicy:
                 model=self.model,
                 prompt=episode.prompt,
                 max_turns=self.max_turns or episode.max_steps,
+                time_limit=self.timeout,
             )
             code, stderr = await self._run(job)
         finally:

@@ -60,6 +60,7 @@ def test_every_harness_writes_its_configs_into_the_home_it_is_given(tmp_path: Pa
         model="m",
         prompt="Do it.",
         max_turns=5,
+        time_limit=900,
     )
     for harness in HARNESSES.values():
         launch = harness.prepare(job)
@@ -67,6 +68,15 @@ def test_every_harness_writes_its_configs_into_the_home_it_is_given(tmp_path: Pa
         written = "".join(path.read_text() for path in tmp_path.rglob("*") if path.is_file())
         assert "ep-1" in written or "ep-1" in "".join(launch.env.values())
         assert all(str(tmp_path) in value for key, value in launch.env.items() if key.endswith("_HOME"))
+    # a model request may take the episode's whole time where the harness has a limit of its own on one
+    for name, (where, setting) in {
+        "claude": ("env", "API_TIMEOUT_MS"),
+        "qwen": ("env", "QWEN_CODE_API_TIMEOUT_MS"),
+        "codex": (".codex/config.toml", "stream_idle_timeout_ms = 900000"),
+        "opencode": (".config/opencode/opencode.json", '"timeout": 900000'),
+    }.items():
+        launch = HARNESSES[name].prepare(job)
+        assert launch.env[setting] == "900000" if where == "env" else setting in (tmp_path / where).read_text()
 
 
 def test_the_command_line_lists_the_harnesses_of_the_table() -> None:
