@@ -37,10 +37,10 @@ MAX_BODY = 32 << 20  # bytes; the largest harness prompt seen was under 100 KB
 def build_app(engine: Engine) -> Starlette:
     """The proxy's ASGI app over ``engine``."""
 
-    async def turn(request: Request, wire: ModuleType) -> Response:
+    async def turn(request: Request, wire: ModuleType, **reading: Any) -> Response:
         try:
             body = await _body(request)
-            conversation = wire.read(body)
+            conversation = wire.read(body, **reading)
             reply = await engine.answer(_episode(request), conversation, wire=wire.NAME)
         except OpenEnvError as exc:
             return JSONResponse(wire.error(exc), status_code=http_status(exc))
@@ -66,23 +66,19 @@ def build_app(engine: Engine) -> Starlette:
 
     async def gemini_route(request: Request) -> Response:
         model, _, action = request.path_params["target"].partition(":")
+        if action in ("streamGenerateContent", "generateContent"):
+            return await turn(request, gemini, model=model, stream=action == "streamGenerateContent")
         try:
-            if action not in ("streamGenerateContent", "generateContent", "countTokens"):
+            if action != "countTokens":
                 raise RequestInvalid(
                     f"No Gemini method {action!r}; the proxy serves streamGenerateContent, generateContent, countTokens"
                 )
             body = await _body(request)
-            if action == "countTokens":
-                inner = body.get("generateContentRequest")
-                given: dict[str, Any] = inner if isinstance(inner, dict) else body
-                return JSONResponse(gemini.counted(await engine.count(gemini.read(given, model=model))))
-            conversation = gemini.read(body, model=model, stream=action == "streamGenerateContent")
-            reply = await engine.answer(_episode(request), conversation, wire=gemini.NAME)
+            inner = body.get("generateContentRequest")
+            given: dict[str, Any] = inner if isinstance(inner, dict) else body
+            return JSONResponse(gemini.counted(await engine.count(gemini.read(given, model=model))))
         except OpenEnvError as exc:
             return JSONResponse(gemini.error(exc), status_code=http_status(exc))
-        if conversation.stream:
-            return StreamingResponse(gemini.stream(reply, conversation, body), media_type="text/event-stream")
-        return JSONResponse(gemini.answer(reply, conversation))
 
     async def models_route(request: Request) -> Response:
         try:
