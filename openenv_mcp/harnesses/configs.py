@@ -66,9 +66,9 @@ class Job:
     time_limit: float = 600.0
 
     @property
-    def request_ms(self) -> str:
+    def request_ms(self) -> int:
         """The time limit in milliseconds, for a harness's own limit on one model request."""
-        return str(int(self.time_limit * 1000))
+        return int(self.time_limit * 1000)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -199,7 +199,7 @@ def _opencode(job: Job) -> Launch:
             "openenv": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "openenv-mcp",
-                "options": {"baseURL": job.base_url, "apiKey": API_KEY, "timeout": int(job.request_ms)},
+                "options": {"baseURL": job.base_url, "apiKey": API_KEY, "timeout": job.request_ms},
                 "models": {job.model: {"name": job.model}},
             }
         },
@@ -254,7 +254,7 @@ def _claude(job: Job) -> Launch:
         "ANTHROPIC_SMALL_FAST_MODEL": job.model,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
-        "API_TIMEOUT_MS": job.request_ms,
+        "API_TIMEOUT_MS": str(job.request_ms),
     }
     return Launch(arguments, env)
 
@@ -264,7 +264,7 @@ def _qwen(job: Job) -> Launch:
     config = _json(job.home / "mcp.json", {"mcpServers": {job.server: server}})
     arguments = ["--auth-type", "openai", "--openai-base-url", job.base_url, "--openai-api-key", API_KEY]
     arguments += ["-m", job.model, "--approval-mode", "yolo", "--mcp-config", str(config), "-o", "stream-json"]
-    return Launch([*arguments, job.prompt], {"QWEN_CODE_API_TIMEOUT_MS": job.request_ms})
+    return Launch([*arguments, job.prompt], {"QWEN_CODE_API_TIMEOUT_MS": str(job.request_ms)})
 
 
 def _gemini(job: Job) -> Launch:

@@ -69,14 +69,14 @@ def test_every_harness_writes_its_configs_into_the_home_it_is_given(tmp_path: Pa
         assert "ep-1" in written or "ep-1" in "".join(launch.env.values())
         assert all(str(tmp_path) in value for key, value in launch.env.items() if key.endswith("_HOME"))
     # a model request may take the episode's whole time where the harness has a limit of its own on one
-    for name, (where, setting) in {
-        "claude": ("env", "API_TIMEOUT_MS"),
-        "qwen": ("env", "QWEN_CODE_API_TIMEOUT_MS"),
-        "codex": (".codex/config.toml", "stream_idle_timeout_ms = 900000"),
-        "opencode": (".config/opencode/opencode.json", '"timeout": 900000'),
-    }.items():
-        launch = HARNESSES[name].prepare(job)
-        assert launch.env[setting] == "900000" if where == "env" else setting in (tmp_path / where).read_text()
+    assert HARNESSES["claude"].prepare(job).env["API_TIMEOUT_MS"] == "900000"
+    assert HARNESSES["qwen"].prepare(job).env["QWEN_CODE_API_TIMEOUT_MS"] == "900000"
+    for name, written, setting in [
+        ("codex", ".codex/config.toml", "stream_idle_timeout_ms = 900000"),
+        ("opencode", ".config/opencode/opencode.json", '"timeout": 900000'),
+    ]:
+        HARNESSES[name].prepare(job)
+        assert setting in (tmp_path / written).read_text()
 
 
 def test_the_command_line_lists_the_harnesses_of_the_table() -> None:
