@@ -4,6 +4,7 @@
     scripts/learn status                        # where the run stands, what it cost so far
     scripts/learn dev --label NAME [...]        # try settings on the dev slice of the train split (never test)
     scripts/learn rerun --seed 7                # base vs the committed adapter on other test tasks and seeds
+    scripts/learn archive NAME --why TEXT [--keep base]   # set the run aside (listed in the next one's results)
 
 ``--root DIR`` keeps a run elsewhere than ``bench/learning`` (the toy test's); ``--toy`` makes its plan the toy one.
 """
@@ -57,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--max-turns", type=int)
     rerun = commands.add_parser("rerun", help="base vs the manifest's adapter on another sample of test tasks")
     rerun.add_argument("--seed", type=int, required=True, help="draws the tasks; trial i plays with seed SEED+i")
+    archive = commands.add_parser("archive", help="move the run so far to runs/NAME; the next run starts again")
+    archive.add_argument("name", help="the archived run's folder under runs/")
+    archive.add_argument("--why", required=True, help="why it was set aside (kept in runs/NAME/why.json)")
+    archive.add_argument("--keep", action="append", default=[], help="an arm to carry into the new run (base)")
     return parser
 
 
@@ -65,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     layout = Layout(args.root.resolve())
     if args.command == "status":
         return _status(layout)
+    if args.command == "archive":
+        try:
+            target = stages.archive(layout, args.name, args.why, tuple(args.keep))
+        except (FileExistsError, ValueError) as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        print(f"archived to {target}; `scripts/learn run` starts the next run on the same plan")
+        return 0
     python = require()
     if args.command == "run":
         make = (lambda: toy_plan(ports=_free_ports(2))) if args.toy else full_plan

@@ -3,12 +3,18 @@
 Reference solutions (played by the scripted policy, exported by ``openenv-mcp trajectories export``) are rendered
 with the chat template the llama-server serves (``GET /props``) by the same renderer the capture proxy uses, and
 tokenized by that server (``POST /tokenize``): the ids are those the model reads at evaluation. The loss covers
-each assistant turn from the end of the template's generation prompt through its end-of-turn token.
+each assistant turn from the end of the template's generation prompt through its end-of-turn token. A reply is
+tokenized as the text the model writes: its markup (``<tool_call>``) as plain text, only its end-of-turn token as
+the special token it is. A model can only write a special token whose output row was trained: in
+Qwen2.5-Coder-0.5B-Instruct the rows of ``<tool_call>`` and ``</tool_call>`` are the same vector as eleven unused
+tokens', so after 200 steps it still gave them a log-probability of -8.2, and the loss spent on them spoiled the
+distribution there (it sampled stray tokens in their place). The text is what every tool-call parser reads anyway.
 :func:`check_format` proves the renderer agrees with the server's own rendering (``POST /apply-template``) of
 the first prompt, system message and tools included.
 
-Sampled episodes (``--capture-tokens``) already carry the ids the model read and wrote (``tokens``): their mask is
-the sampled tokens.
+Sampled episodes (``--capture-tokens``) already carry the ids the model read and wrote: as one sequence
+(``tokens``) when each prompt extends the last prompt and reply, else per model call (``turns``); the mask is the
+sampled tokens.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import httpx
 from openenv_mcp.proxy.conversation import arguments_object
 from openenv_mcp.proxy.template import ChatTemplate
 
-__all__ = ["Renderer", "captured_example", "check_format"]
+__all__ = ["Renderer", "captured_examples", "check_format"]
 
 
 class Renderer:
@@ -36,10 +42,25 @@ class Renderer:
     def close(self) -> None:
         self.client.close()
 
-    def tokenize(self, text: str) -> list[int]:
-        body = {"content": text, "add_special": False, "parse_special": True}
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """``text``'s ids; with ``special`` false, markup that names a special token is read as plain text."""
+        body = {"content": text, "add_special": False, "parse_special": special}
         tokens: list[int] = self.client.post("/tokenize", json=body).raise_for_status().json()["tokens"]
         return tokens
+
+    def piece(self, token: int) -> str:
+        """The text of one token."""
+        answer = self.client.post("/detokenize", json={"tokens": [token]}).raise_for_status().json()
+        return str(answer["content"])
+
+    def reply(self, text: str) -> list[int]:
+        """A reply's ids as the model writes them: plain text, then the end-of-turn token it closes with."""
+        ids = self.tokenize(text)
+        end = self.piece(ids[-1]) if ids else ""
+        if not end or not text.endswith(end) or len(self.tokenize(end, special=False)) == 1:
+            return self.tokenize(text, special=False)  # no special token at the end
+        body = text[: -len(end)]
+        return (self.tokenize(body, special=False) if body else []) + [ids[-1]]
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, opened: bool) -> str:
         return self.template.render(_templated(messages), tools, add_generation_prompt=opened)
@@ -64,7 +85,7 @@ class Renderer:
         mask: list[int] = []
         for text, trained in pieces:
             if text:
-                tokens = self.tokenize(text)
+                tokens = self.reply(text) if trained else self.tokenize(text)
                 ids += tokens
                 mask += [trained] * len(tokens)
         return {
@@ -104,18 +125,29 @@ def check_format(renderer: Renderer, record: Mapping[str, Any]) -> None:
         )
 
 
-def captured_example(record: Mapping[str, Any], *, max_length: int) -> dict[str, Any] | None:
-    """A sampled episode's own tokens (``--capture-tokens``) as ids and mask; None when it has no one-sequence
-    form (docs/capture.md)."""
+def captured_examples(record: Mapping[str, Any], *, max_length: int) -> list[dict[str, Any]]:
+    """A sampled episode's own tokens (``--capture-tokens``) as ids and mask: the episode as one sequence where it
+    has that form, else one example per model call, its prompt as read and its reply as sampled (docs/capture.md).
+    """
     tokens = record.get("tokens")
-    if not tokens:
-        return None
-    ids = list(tokens["prompt_ids"]) + list(tokens["completion_ids"])
-    mask = [0] * len(tokens["prompt_ids"]) + list(tokens["completion_mask"])
-    return {
-        "task_id": record.get("task_id"),
-        "seed": record.get("seed"),
-        "ids": ids[:max_length],
-        "mask": mask[:max_length],
-        "tokens": len(ids),
-    }
+    if tokens:
+        sequences = [(list(tokens["prompt_ids"]), list(tokens["completion_ids"]), list(tokens["completion_mask"]))]
+    else:
+        sequences = [
+            (list(turn["prompt_ids"]), list(turn["completion_ids"]), [1] * len(turn["completion_ids"]))
+            for turn in record.get("turns") or []
+            if turn.get("completion_ids")
+        ]
+    made = []
+    for prompt, completion, trained in sequences:
+        ids, mask = prompt + completion, [0] * len(prompt) + trained
+        made.append(
+            {
+                "task_id": record.get("task_id"),
+                "seed": record.get("seed"),
+                "ids": ids[:max_length],
+                "mask": mask[:max_length],
+                "tokens": len(ids),
+            }
+        )
+    return made

@@ -61,6 +61,11 @@ class Layout:
     def iteration(self, number: int) -> Path:
         return self.run / "rl" / f"iter-{number}"
 
+    @property
+    def earlier(self) -> Path:
+        """Where ``scripts/learn archive`` keeps the runs made before this one, a folder each."""
+        return self.root / "runs"
+
     def rerun(self, seed: int) -> Path:
         return self.run / "reruns" / f"seed-{seed}"
 

@@ -20,7 +20,7 @@ from bench.learning.ledger import Ledger
 from bench.learning.plan import Plan
 from bench.learning.stats import mean_interval, newcombe_interval, wilson_interval
 
-__all__ = ["arm_summary", "compare", "manifest", "write"]
+__all__ = ["arm_summary", "compare", "earlier", "manifest", "write"]
 
 ARMS = ("base", "warm_start", "trained")
 
@@ -98,6 +98,24 @@ def _runs(layout: Layout) -> list[dict[str, Any]]:
     return found
 
 
+def earlier(layout: Layout) -> list[dict[str, Any]]:
+    """Every run set aside before this one (``scripts/learn archive``): why, and its arms' and differences' figures."""
+    found = []
+    for why in sorted(layout.earlier.glob("*/why.json")):
+        results = why.parent / "results.json"
+        summary: dict[str, Any] = {**json.loads(why.read_text()), "results": _relative(results)}
+        if results.exists():
+            made = json.loads(results.read_text())
+            keys = ("n", "passed", "pass_rate", "pass_rate_95", "mean_reward", "end_reasons")
+            summary["arms"] = {arm: {k: a[k] for k in keys} for arm, a in made["arms"].items()}
+            summary["differences"] = {
+                name: {k: d[k] for k in ("pass_rate", "pass_rate_95")} for name, d in made["differences"].items()
+            }
+            summary["rl_iterations"] = made["curve"]["rl_iterations"]
+        found.append(summary)
+    return found
+
+
 def _versions(python: Path) -> dict[str, Any]:
     code = (
         "import importlib.metadata as m, json, sys; print(json.dumps({n: m.version(n) for n in "
@@ -143,6 +161,7 @@ def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[s
         "curve": _curve(layout, ledger),
         "runs": _runs(layout),
         "reruns": [json.loads(p.read_text()) for p in sorted(layout.run.glob("reruns/*/summary.json"))],
+        "earlier_runs": earlier(layout),
         "reference": ledger.stage("reference"),
         "costs": {name: {"wall": s.get("wall"), "cpu": s.get("cpu")} for name, s in ledger.data["stages"].items()},
         "pieces": ledger.data["pieces"],

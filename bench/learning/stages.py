@@ -20,7 +20,7 @@ from bench.learning.layout import Layout
 from bench.learning.ledger import Ledger
 from bench.learning.plan import Plan, Training, full_plan
 
-__all__ = ["STAGES", "Context", "run"]
+__all__ = ["STAGES", "Context", "archive", "run"]
 
 
 @dataclass
@@ -213,7 +213,7 @@ def stage_rl(ctx: Context) -> bool:
         records = _export(
             folder / "store.db", layout.scratch / f"rl-{number}.jsonl", min_reward=plan.rl_min_reward, done_only=False
         )
-        made = [e for r in records if (e := examples.captured_example(r, max_length=plan.rl.max_length))]
+        made = [e for r in records for e in examples.captured_examples(r, max_length=plan.rl.max_length)]
         _write_jsonl(folder / "examples.jsonl", made)
         it["examples"] = len(made)
         if made:
@@ -292,6 +292,41 @@ def run(
     if commit:
         _commit(layout, f"learning run: checkpoint at the end of a piece ({_spent(ledger)})")
     return all(ledger.done(name) for name in STAGES)
+
+
+def archive(layout: Layout, name: str, why: str, keep: tuple[str, ...] = ()) -> Path:
+    """Move the run made so far to ``runs/NAME`` (its results, manifest, curve, ledger, files, and a copy of the
+    plan), with ``why`` it was set aside, so that the next ``run`` starts again on the same plan; the arms in
+    ``keep`` (the base model's: nothing trained changes it) are copied back, done, marked as played in that run.
+    The report lists every archived run beside the new one."""
+    import shutil
+
+    target = layout.earlier / name
+    if target.exists():
+        raise FileExistsError(f"{target} exists; give the archive another name")
+    ledger = Ledger(layout.state)
+    for arm in keep:
+        if not ledger.done(arm):
+            raise ValueError(f"The {arm} arm is not done; only a finished arm can be kept")
+    target.mkdir(parents=True)
+    for path in (layout.results, layout.manifest, layout.curve, layout.state, layout.run):
+        if path.exists():
+            shutil.move(path, target / path.name)
+    shutil.copy(layout.plan, target / layout.plan.name)
+    moved = Layout(target)
+    (target / "why.json").write_text(json.dumps({"name": name, "why": why, "kept": list(keep)}, indent=1) + "\n")
+    fresh = Ledger(layout.state)
+    fresh.data["stages"]["plan"] = ledger.stage("plan")
+    for arm in keep:
+        shutil.copytree(moved.arm(arm), layout.arm(arm))
+        fresh.data["stages"][arm] = {**ledger.stage(arm), "played_in": _relative_to(target, layout.root)}
+    layout.prepare()
+    fresh.save()
+    return target
+
+
+def _relative_to(path: Path, root: Path) -> str:
+    return str(path.relative_to(root))
 
 
 def _spent(ledger: Ledger) -> str:

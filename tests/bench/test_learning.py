@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from bench.learning.examples import Renderer, captured_example
+from bench.learning.examples import Renderer, captured_examples
+from bench.learning.layout import Layout
 from bench.learning.ledger import Ledger
 from bench.learning.llama import ROOT, binary
 from bench.learning.plan import Plan, toy_plan
-from bench.learning.report import arm_summary, compare
+from bench.learning.report import arm_summary, compare, earlier
 from bench.learning.stats import mean_interval, newcombe_interval, wilson_interval
 from bench.learning.venv import learning_python
 from openenv_mcp.proxy.template import ChatTemplate
@@ -78,7 +79,28 @@ def _char_renderer() -> Renderer:
     """The renderer with Qwen's template and one token per character (no server)."""
     renderer = Renderer.__new__(Renderer)
     renderer.template = ChatTemplate(QWEN_TEMPLATE.read_text())
-    renderer.tokenize = list  # type: ignore[method-assign,assignment]
+    renderer.tokenize = lambda text, special=True: list(text)  # type: ignore[method-assign]
+    renderer.piece = lambda token: str(token)  # type: ignore[method-assign]
+    return renderer
+
+
+SPECIAL = {"<tool_call>": 1001, "</tool_call>": 1002, "<|im_end|>": 1003}
+
+
+def _special_renderer() -> Renderer:
+    """The renderer with Qwen's template, one token per character, and Qwen's markup as special tokens."""
+    renderer = _char_renderer()
+
+    def tokenize(text: str, special: bool = True) -> list[object]:
+        ids: list[object] = []
+        while text:
+            found = next((name for name in SPECIAL if special and text.startswith(name)), None)
+            ids.append(SPECIAL[found] if found else text[0])
+            text = text[len(found) :] if found else text[1:]
+        return ids
+
+    renderer.tokenize = tokenize  # type: ignore[method-assign,assignment]
+    renderer.piece = lambda token: next((n for n, i in SPECIAL.items() if i == token), str(token))  # type: ignore[method-assign]
     return renderer
 
 
@@ -114,13 +136,70 @@ def test_a_reference_conversation_trains_only_on_the_assistants_calls_and_end_to
     assert _char_renderer().example(record, max_length=50)["ids"] == example["ids"][:50]
 
 
+def test_a_reply_is_trained_as_the_text_the_model_writes_and_its_end_of_turn_token() -> None:
+    record: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": "How many customers?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "list_tables", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "customers"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "list_tables", "parameters": {"type": "object"}}}],
+    }  # fmt: skip
+    example = _special_renderer().example(record, max_length=100_000)
+    trained = [token for token, m in zip(example["ids"], example["mask"], strict=True) if m]
+    assert trained == [*'<tool_call>\n{"name": "list_tables", "arguments": {}}\n</tool_call>', SPECIAL["<|im_end|>"]]
+    prompt = [token for token, m in zip(example["ids"], example["mask"], strict=True) if not m]
+    assert SPECIAL["<tool_call>"] in prompt and SPECIAL["<|im_end|>"] in prompt  # the prompt is tokenized as served
+
+
 def test_a_captured_episode_trains_on_its_sampled_tokens() -> None:
     record = {"task_id": "t", "seed": 3, "tokens": {"prompt_ids": [7, 8], "completion_ids": [9, 10, 11, 12],
               "completion_mask": [1, 1, 0, 1], "completion_logprobs": [-0.1, -0.2, 0.0, -0.3]}}  # fmt: skip
-    example = captured_example(record, max_length=10)
-    assert example is not None
+    (example,) = captured_examples(record, max_length=10)
     assert example["ids"] == [7, 8, 9, 10, 11, 12] and example["mask"] == [0, 0, 1, 1, 0, 1]
-    assert captured_example({"tokens": None}, max_length=10) is None
+    assert captured_examples({"tokens": None}, max_length=10) == []
+
+
+def test_a_captured_episode_that_is_not_one_sequence_trains_on_each_model_call() -> None:
+    turns = [{"prompt_ids": [1, 2], "completion_ids": [3, 4]}, {"prompt_ids": [1, 2, 5, 6], "completion_ids": [7]}]
+    made = captured_examples({"task_id": "t", "seed": 0, "tokens": None, "turns": turns}, max_length=5)
+    assert [(e["ids"], e["mask"], e["tokens"]) for e in made] == [
+        ([1, 2, 3, 4], [0, 0, 1, 1], 4),
+        ([1, 2, 5, 6, 7], [0, 0, 0, 0, 1], 5),
+    ]
+
+
+def test_an_archived_run_is_set_aside_whole_keeps_its_base_arm_and_is_listed_by_the_next(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    layout.prepare()
+    toy_plan(ports=(1, 2)).save(layout.plan)
+    ledger = Ledger(layout.state)
+    for stage in ("plan", "base", "sft"):
+        ledger.finish(stage)
+    trials = layout.arm("base") / "part-0" / "trials.jsonl"
+    trials.parent.mkdir(parents=True)
+    trials.write_text('{"run": {}}\n{"task_id": "t", "seed": 0, "reward": 1.0}\n')
+    arm = {"n": 1, "passed": 1, "pass_rate": 1.0, "pass_rate_95": [0.2, 1.0], "mean_reward": 1.0, "end_reasons": {}}
+    difference = {"pass_rate": 0.0, "pass_rate_95": [-0.5, 0.5], "same_episodes": True}
+    made = {"arms": {"base": arm}, "differences": {"trained_vs_base": difference}, "curve": {"rl_iterations": []}}
+    layout.results.write_text(json.dumps(made))
+    archive = [sys.executable, "-m", "bench.learning", "--root", str(tmp_path), "archive"]
+    done = subprocess.run([*archive, "1", "--why", "a bug", "--keep", "base"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "runs" / "1"
+    assert (target / "run" / "arms" / "base" / "part-0" / "trials.jsonl").exists() and (target / "plan.json").exists()
+    assert not layout.results.exists() and (target / "results.json").exists()
+    assert trials.read_text() == (target / "run" / "arms" / "base" / "part-0" / "trials.jsonl").read_text()
+    fresh = Ledger(layout.state)
+    assert fresh.done("plan") and fresh.done("base") and not fresh.done("sft")
+    assert fresh.stage("base")["played_in"] == "runs/1"
+    (listed,) = earlier(layout)
+    assert listed["why"] == "a bug" and listed["kept"] == ["base"] and listed["arms"]["base"]["passed"] == 1
+    again = subprocess.run([*archive, "1", "--why", "again"], cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 2 and "runs/1 exists; give the archive another name" in again.stderr
+    early = subprocess.run([*archive, "2", "--why", "early", "--keep", "sft"], cwd=ROOT, capture_output=True, text=True)
+    assert early.returncode == 2 and "The sft arm is not done" in early.stderr
 
 
 def test_the_ledger_adds_each_pieces_time_to_its_stages(tmp_path: Path) -> None:
