@@ -314,6 +314,9 @@ def archive(layout: Layout, name: str, why: str, keep: tuple[str, ...] = ()) -> 
             shutil.move(path, target / path.name)
     shutil.copy(layout.plan, target / layout.plan.name)
     moved = Layout(target)
+    for path in (moved.results, moved.manifest):  # the paths they name moved with them
+        if path.exists():
+            path.write_text(_moved(path.read_text(), layout.root, target))
     (target / "why.json").write_text(json.dumps({"name": name, "why": why, "kept": list(keep)}, indent=1) + "\n")
     fresh = Ledger(layout.state)
     fresh.data["stages"]["plan"] = ledger.stage("plan")
@@ -327,6 +330,23 @@ def archive(layout: Layout, name: str, why: str, keep: tuple[str, ...] = ()) -> 
 
 def _relative_to(path: Path, root: Path) -> str:
     return str(path.relative_to(root))
+
+
+def _moved(text: str, root: Path, target: Path) -> str:
+    """``text`` with the run's files named where ``archive`` put them (paths as the report writes them: from the
+    repository's root, or absolute outside it)."""
+    for before, after in ((root.resolve(), target.resolve()), (root, target)):
+        for prefix, moved in ((str(before), str(after)), (_from_repository(before), _from_repository(after))):
+            for name in ("run/", "results.json", "manifest.json", "plan.json", "curve.png"):
+                text = text.replace(f'"{prefix}/{name}', f'"{moved}/{name}')
+    return text
+
+
+def _from_repository(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(llama.ROOT))
+    except ValueError:
+        return str(path)
 
 
 def _spent(ledger: Ledger) -> str:

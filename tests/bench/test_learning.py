@@ -184,12 +184,17 @@ def test_an_archived_run_is_set_aside_whole_keeps_its_base_arm_and_is_listed_by_
     difference = {"pass_rate": 0.0, "pass_rate_95": [-0.5, 0.5], "same_episodes": True}
     made = {"arms": {"base": arm}, "differences": {"trained_vs_base": difference}, "curve": {"rl_iterations": []}}
     layout.results.write_text(json.dumps(made))
+    layout.manifest.write_text(json.dumps({"adapter": str(layout.adapter("trained")), "results": str(layout.results)}))
     archive = [sys.executable, "-m", "bench.learning", "--root", str(tmp_path), "archive"]
     done = subprocess.run([*archive, "1", "--why", "a bug", "--keep", "base"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     target = tmp_path / "runs" / "1"
     assert (target / "run" / "arms" / "base" / "part-0" / "trials.jsonl").exists() and (target / "plan.json").exists()
     assert not layout.results.exists() and (target / "results.json").exists()
+    assert json.loads((target / "manifest.json").read_text()) == {
+        "adapter": str(target / "run" / "adapters" / "trained.gguf"),
+        "results": str(target / "results.json"),
+    }  # the paths it names moved with it
     assert trials.read_text() == (target / "run" / "arms" / "base" / "part-0" / "trials.jsonl").read_text()
     fresh = Ledger(layout.state)
     assert fresh.done("plan") and fresh.done("base") and not fresh.done("sft")
