@@ -4,8 +4,8 @@ Reference solutions (played by the scripted policy, exported by ``openenv-mcp tr
 with the chat template the llama-server serves (``GET /props``) by the same renderer the capture proxy uses, and
 tokenized by that server (``POST /tokenize``): the ids are those the model reads at evaluation. The loss covers
 each assistant turn from the end of the template's generation prompt through its end-of-turn token. A reply is
-tokenized as the text the model writes: its markup (``<tool_call>``) as plain text, only its end-of-turn token as
-the special token it is. A model can only write a special token whose output row was trained: in
+tokenized as the text the model writes, in ordinary tokens: its markup (``<tool_call>``) spelled out, only its
+end-of-turn token the special token it is. A model can only write a special token whose output row was trained: in
 Qwen2.5-Coder-0.5B-Instruct the rows of ``<tool_call>`` and ``</tool_call>`` are the same vector as eleven unused
 tokens', so after 200 steps it still gave them a log-probability of -8.2, and the loss spent on them spoiled the
 distribution there (it sampled stray tokens in their place). The text is what every tool-call parser reads anyway.
@@ -20,7 +20,7 @@ sampled tokens.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -34,7 +34,8 @@ __all__ = ["Renderer", "captured_examples", "check_format"]
 class Renderer:
     """The served model's chat template and tokenizer, reached over HTTP."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, markup: Sequence[str] = ()) -> None:
+        self.markup = list(markup)  # the model's added tokens' texts (llama.added_tokens)
         self.client = httpx.Client(base_url=url, timeout=120)
         props = self.client.get("/props").raise_for_status().json()
         self.template = ChatTemplate(props["chat_template"], bos_token=props.get("bos_token") or "")
@@ -54,13 +55,21 @@ class Renderer:
         return str(answer["content"])
 
     def reply(self, text: str) -> list[int]:
-        """A reply's ids as the model writes them: plain text, then the end-of-turn token it closes with."""
+        """A reply's ids as the model writes them: ordinary tokens, then the end-of-turn token it closes with."""
         ids = self.tokenize(text)
         end = self.piece(ids[-1]) if ids else ""
         if not end or not text.endswith(end) or len(self.tokenize(end, special=False)) == 1:
-            return self.tokenize(text, special=False)  # no special token at the end
-        body = text[: -len(end)]
-        return (self.tokenize(body, special=False) if body else []) + [ids[-1]]
+            return self.spelled(text)  # no special token at the end
+        return [*self.spelled(text[: -len(end)]), ids[-1]]
+
+    def spelled(self, text: str) -> list[int]:
+        """``text`` in ordinary tokens only: cut inside every added token's text, which a llama.cpp tokenizer
+        matches even when told to parse no special tokens (``<tool_call>`` is user-defined in Qwen's vocabulary)."""
+        cuts = sorted(
+            {at + len(token) - 1 for token in self.markup if len(token) > 1 for at in _occurrences(text, token)}
+        )
+        pieces = [text[start:stop] for start, stop in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        return [token for piece in pieces if piece for token in self.tokenize(piece, special=False)]
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, opened: bool) -> str:
         return self.template.render(_templated(messages), tools, add_generation_prompt=opened)
@@ -95,6 +104,14 @@ class Renderer:
             "mask": mask[:max_length],
             "tokens": len(ids),
         }
+
+
+def _occurrences(text: str, token: str) -> list[int]:
+    found, at = [], text.find(token)
+    while at >= 0:
+        found.append(at)
+        at = text.find(token, at + 1)
+    return found
 
 
 def _templated(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

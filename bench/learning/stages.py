@@ -107,7 +107,8 @@ def stage_reference(ctx: Context) -> bool:
     if wanted - set(solved):
         raise RuntimeError(f"Reference solutions did not solve {sorted(wanted - set(solved))[:5]}...")
     with llama.servers(plan, logs=layout.scratch / "reference", count=1) as urls:
-        renderer = examples.Renderer(urls[0])
+        markup = llama.added_tokens(ctx.python, llama.model_file(plan.model))
+        renderer = examples.Renderer(urls[0], markup=markup)
         try:
             examples.check_format(renderer, solved[plan.train_tasks[0]])
             made = [renderer.example(solved[task], max_length=plan.sft.max_length) for task in plan.train_tasks]

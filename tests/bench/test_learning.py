@@ -79,6 +79,7 @@ def _char_renderer() -> Renderer:
     """The renderer with Qwen's template and one token per character (no server)."""
     renderer = Renderer.__new__(Renderer)
     renderer.template = ChatTemplate(QWEN_TEMPLATE.read_text())
+    renderer.markup = []
     renderer.tokenize = lambda text, special=True: list(text)  # type: ignore[method-assign]
     renderer.piece = lambda token: str(token)  # type: ignore[method-assign]
     return renderer
@@ -93,13 +94,14 @@ def _special_renderer() -> Renderer:
 
     def tokenize(text: str, special: bool = True) -> list[object]:
         ids: list[object] = []
-        while text:
-            found = next((name for name in SPECIAL if special and text.startswith(name)), None)
+        while text:  # as llama.cpp's: a user-defined token (<tool_call>) is matched even when special is false
+            found = next((n for n in SPECIAL if (special or "|" not in n) and text.startswith(n)), None)
             ids.append(SPECIAL[found] if found else text[0])
             text = text[len(found) :] if found else text[1:]
         return ids
 
     renderer.tokenize = tokenize  # type: ignore[method-assign,assignment]
+    renderer.markup = list(SPECIAL)
     renderer.piece = lambda token: next((n for n, i in SPECIAL.items() if i == token), str(token))  # type: ignore[method-assign]
     return renderer
 
