@@ -6,9 +6,9 @@ tokenized by that server (``POST /tokenize``): the ids are those the model reads
 each assistant turn from the end of the template's generation prompt through its end-of-turn token. A reply is
 tokenized as the text the model writes, in ordinary tokens: its markup (``<tool_call>``) spelled out, only its
 end-of-turn token the special token it is. A model can only write a special token whose output row was trained: in
-Qwen2.5-Coder-0.5B-Instruct the rows of ``<tool_call>`` and ``</tool_call>`` are the same vector as eleven unused
-tokens', so after 200 steps it still gave them a log-probability of -8.2, and the loss spent on them spoiled the
-distribution there (it sampled stray tokens in their place). The text is what every tool-call parser reads anyway.
+Qwen2.5-Coder-0.5B-Instruct the rows of ``<tool_call>`` and ``</tool_call>`` are all but the same vector as eleven
+unused tokens', so after 200 steps it still gave them a log-probability of -8.2, and the loss spent on them spoiled
+the distribution there (it sampled stray tokens in their place). The text is what every tool-call parser reads anyway.
 :func:`check_format` proves the renderer agrees with the server's own rendering (``POST /apply-template``) of
 the first prompt, system message and tools included.
 
