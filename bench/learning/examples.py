@@ -44,7 +44,8 @@ class Renderer:
         self.client.close()
 
     def tokenize(self, text: str, *, special: bool = True) -> list[int]:
-        """``text``'s ids; with ``special`` false, markup that names a special token is read as plain text."""
+        """``text``'s ids; with ``special`` false a control token's markup (``<|im_end|>``) is read as plain text,
+        though llama.cpp still matches a user-defined token's (``<tool_call>``): :meth:`spelled` cuts those."""
         body = {"content": text, "add_special": False, "parse_special": special}
         tokens: list[int] = self.client.post("/tokenize", json=body).raise_for_status().json()["tokens"]
         return tokens

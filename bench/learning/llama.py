@@ -53,6 +53,14 @@ def model_pins(name: str) -> list[str]:
     return pins
 
 
+def from_root(path: Path) -> str:
+    """``path`` as the run's files name it: from the repository's root, or absolute outside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def added_tokens(python: Path, model: Path) -> list[str]:
     """The texts of the model's added tokens (control and user-defined ones: ``<|im_end|>``, ``<tool_call>``), read
     from its GGUF file by the learning venv's ``gguf`` (about 6 s for Qwen's 151k-token vocabulary)."""

@@ -58,13 +58,6 @@ def compare(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(llama.ROOT))
-    except ValueError:
-        return str(path)
-
-
 def manifest(layout: Layout, plan: Plan) -> dict[str, Any]:
     """What re-runs the held-out comparison: issue 33's fields, plus the model's name in scripts/small_model.py."""
     model = llama.model_file(plan.model)
@@ -79,11 +72,11 @@ def manifest(layout: Layout, plan: Plan) -> dict[str, Any]:
             "sha256": adapter.sha256(model),
             "name": plan.model,
         },
-        "adapter": _relative(trained),
-        "llama_server_args": llama.server_args(plan, lora=_relative(trained)),
+        "adapter": llama.from_root(trained),
+        "llama_server_args": llama.server_args(plan, lora=llama.from_root(trained)),
         "eval_args": episodes.eval_args(plan, split=plan.split, trials=plan.trials, seed=plan.seed)
         + [item for task in plan.test_tasks for item in ("--task", task)],
-        "results": _relative(layout.results),
+        "results": llama.from_root(layout.results),
     }
 
 
@@ -94,7 +87,7 @@ def _runs(layout: Layout) -> list[dict[str, Any]]:
         lines = log.read_text().splitlines()
         if not lines:
             continue
-        found.append({"path": _relative(log), "run": json.loads(lines[0])["run"], "trials": len(lines) - 1})
+        found.append({"path": llama.from_root(log), "run": json.loads(lines[0])["run"], "trials": len(lines) - 1})
     return found
 
 
@@ -103,7 +96,7 @@ def earlier(layout: Layout) -> list[dict[str, Any]]:
     found = []
     for why in sorted(layout.earlier.glob("*/why.json")):
         results = why.parent / "results.json"
-        summary: dict[str, Any] = {**json.loads(why.read_text()), "results": _relative(results)}
+        summary: dict[str, Any] = {**json.loads(why.read_text()), "results": llama.from_root(results)}
         if results.exists():
             made = json.loads(results.read_text())
             keys = ("n", "passed", "pass_rate", "pass_rate_95", "mean_reward", "end_reasons")
@@ -148,7 +141,7 @@ def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[s
     arms = {arm: arm_summary(episodes.collect(layout.arm(arm))) for arm in ARMS}
     described = manifest(layout, plan)
     results: dict[str, Any] = {
-        "plan": _relative(layout.plan),
+        "plan": llama.from_root(layout.plan),
         "environment": plan.environment,
         "split": plan.split,
         "difficulty": plan.difficulty,
@@ -167,7 +160,7 @@ def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[s
         "pieces": ledger.data["pieces"],
         "adapters": {
             name: {
-                "path": _relative(layout.adapter(name)),
+                "path": llama.from_root(layout.adapter(name)),
                 "sha256": adapter.sha256(layout.adapter(name)),
                 "bytes": layout.adapter(name).stat().st_size,
             }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -300,8 +301,6 @@ def archive(layout: Layout, name: str, why: str, keep: tuple[str, ...] = ()) -> 
     plan), with ``why`` it was set aside, so that the next ``run`` starts again on the same plan; the arms in
     ``keep`` (the base model's: nothing trained changes it) are copied back, done, marked as played in that run.
     The report lists every archived run beside the new one."""
-    import shutil
-
     target = layout.earlier / name
     if target.exists():
         raise FileExistsError(f"{target} exists; give the archive another name")
@@ -323,31 +322,19 @@ def archive(layout: Layout, name: str, why: str, keep: tuple[str, ...] = ()) -> 
     fresh.data["stages"]["plan"] = ledger.stage("plan")
     for arm in keep:
         shutil.copytree(moved.arm(arm), layout.arm(arm))
-        fresh.data["stages"][arm] = {**ledger.stage(arm), "played_in": _relative_to(target, layout.root)}
+        fresh.data["stages"][arm] = {**ledger.stage(arm), "played_in": str(target.relative_to(layout.root))}
     layout.prepare()
     fresh.save()
     return target
 
 
-def _relative_to(path: Path, root: Path) -> str:
-    return str(path.relative_to(root))
-
-
 def _moved(text: str, root: Path, target: Path) -> str:
-    """``text`` with the run's files named where ``archive`` put them (paths as the report writes them: from the
-    repository's root, or absolute outside it)."""
+    """``text`` with the run's files named where ``archive`` put them (as :func:`llama.from_root` names them)."""
     for before, after in ((root.resolve(), target.resolve()), (root, target)):
-        for prefix, moved in ((str(before), str(after)), (_from_repository(before), _from_repository(after))):
+        for prefix, moved in ((str(before), str(after)), (llama.from_root(before), llama.from_root(after))):
             for name in ("run/", "results.json", "manifest.json", "plan.json", "curve.png"):
                 text = text.replace(f'"{prefix}/{name}', f'"{moved}/{name}')
     return text
-
-
-def _from_repository(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(llama.ROOT))
-    except ValueError:
-        return str(path)
 
 
 def _spent(ledger: Ledger) -> str:
