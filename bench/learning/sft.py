@@ -3,7 +3,8 @@
 The base model is the GGUF file the servers play, dequantised by transformers (``gguf_file=``, kept beside the
 file after the first time); the adapter is a
 peft LoRA on the plan's projections. One example is one step (its loss on the masked tokens: the model's own).
-After every step the adapter, the optimiser's state and the position in the shuffled data are written to
+After every step the adapter, the optimiser's state (dropped once the last step is done) and the position in the
+shuffled data are written to
 ``DIR/checkpoint`` (a new folder swapped in whole), so an interrupted update resumes at the next example; it stops
 on its own between steps at ``--deadline`` (Unix time). ``DIR/base`` keeps the base model's config (what the GGUF
 converter needs). Imports only torch, transformers, peft and the standard library.
@@ -93,7 +94,7 @@ def main() -> int:
         state = {"step": 0, "losses": []}
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trainable, lr=args.learning_rate, weight_decay=0.0)
-    if checkpoint.exists():
+    if (checkpoint / "optimiser.pt").exists():
         optimiser.load_state_dict(torch.load(checkpoint / "optimiser.pt", weights_only=True))
     examples = _load_examples(args.examples, args.max_examples, args.seed)
     order = _order(len(examples), epochs=args.epochs, seed=args.seed)
@@ -125,6 +126,8 @@ def main() -> int:
         print(json.dumps(state["losses"][-1]), flush=True)
     if not checkpoint.exists():
         _save(model, optimiser, state, args.out)
+    if state["step"] >= len(order):  # a finished update is never resumed: its 9 MB of optimiser state is not kept
+        (checkpoint / "optimiser.pt").unlink(missing_ok=True)
     return 0
 
 
