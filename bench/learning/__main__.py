@@ -3,7 +3,7 @@
     scripts/learn run --hours 2.5 [--commit]   # the next stages until 2.5 h are spent; resumable
     scripts/learn status                        # where the run stands, what it cost so far
     scripts/learn dev --label NAME [...]        # try settings on the dev slice of the train split (never test)
-    scripts/learn rerun --seed 7                # base vs the committed adapter on other test tasks and seeds
+    scripts/learn rerun --seed 7 [--commit]     # base vs the committed adapter on other test tasks and seeds
     scripts/learn archive NAME --why TEXT [--keep base]   # set the run aside (listed in the next one's results)
 
 ``--root DIR`` keeps a run elsewhere than ``bench/learning`` (the toy test's); ``--toy`` makes its plan the toy one.
@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--max-turns", type=int)
     rerun = commands.add_parser("rerun", help="base vs the manifest's adapter on another sample of test tasks")
     rerun.add_argument("--seed", type=int, required=True, help="draws the tasks; trial i plays with seed SEED+i")
+    rerun.add_argument("--commit", action="store_true", help="git-commit the rerun and the report it updates")
     archive = commands.add_parser("archive", help="move the run so far to runs/NAME; the next run starts again")
     archive.add_argument("name", help="the archived run's folder under runs/")
     archive.add_argument("--why", required=True, help="why it was set aside (kept in runs/NAME/why.json)")
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan.load(layout.plan)
     if args.command == "dev":
         return _dev(layout, plan, args)
-    return _rerun(layout, plan, args.seed)
+    return _rerun(layout, plan, args.seed, python=python, commit=args.commit)
 
 
 def _status(layout: Layout) -> int:
@@ -152,8 +153,9 @@ def _dev(layout: Layout, plan: Plan, args: argparse.Namespace) -> int:
     return 0
 
 
-def _rerun(layout: Layout, plan: Plan, seed: int) -> int:
-    """The held-out comparison again, from the manifest, on another draw of the tier's test tasks with other seeds."""
+def _rerun(layout: Layout, plan: Plan, seed: int, *, python: Path, commit: bool) -> int:
+    """The held-out comparison again, from the manifest, on another draw of the tier's test tasks with other seeds.
+    Played episodes are kept, so a stopped rerun resumes; a finished one is added to the run's results."""
     from openenv_mcp.environment.catalog import load_environment
     from openenv_mcp.environment.tasks import stratified_sample
 
@@ -194,6 +196,13 @@ def _rerun(layout: Layout, plan: Plan, seed: int) -> int:
         f"difference {difference['pass_rate']:+.2f} (95% {difference['pass_rate_95'][0]:+.2f} to "
         f"{difference['pass_rate_95'][1]:+.2f})"
     )
+    ledger = Ledger(layout.state)
+    if ledger.done("report"):
+        report.write(layout, plan, ledger, python=python)
+    if commit:
+        stages.commit_files(
+            layout, f"learning run: rerun on seed {seed} ({difference['pass_rate']:+.2f} trained vs base)"
+        )
     return 0
 
 

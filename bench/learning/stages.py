@@ -290,9 +290,9 @@ def run(
             ledger.finish(name)
             say(f"stage {name}: done")
             if commit:
-                _commit(layout, f"learning run: stage {name} done ({_spent(ledger)})")
+                commit_files(layout, f"learning run: stage {name} done ({_spent(ledger)})")
     if commit:
-        _commit(layout, f"learning run: checkpoint at the end of a piece ({_spent(ledger)})")
+        commit_files(layout, f"learning run: checkpoint at the end of a piece ({_spent(ledger)})")
     return all(ledger.done(name) for name in STAGES)
 
 
@@ -342,7 +342,7 @@ def _spent(ledger: Ledger) -> str:
     return f"{wall:.2f} h of wall time in {len(ledger.data['pieces'])} pieces so far"
 
 
-def _commit(layout: Layout, message: str) -> None:
+def commit_files(layout: Layout, message: str) -> None:
     """Commit the run's files (the scratch folder is ignored), when anything changed."""
     root = str(layout.root)
     subprocess.run(["git", "add", "-A", "--", root], check=True, cwd=layout.root)
