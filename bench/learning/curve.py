@@ -1,7 +1,9 @@
 """The run's curve as a PNG, run in the learning venv: ``python -m bench.learning.curve results.json curve.png``.
 
-Left: the SFT loss by step (and its running mean). Middle: RL's sampled train reward by iteration. Right: the
-held-out pass rate of each arm with its Wilson 95% interval. Imports only matplotlib and the standard library.
+Left: the SFT loss by step (and its running mean). Middle: RL's updates, the loss by step on each iteration's
+rewarded samples, labelled with what the iteration sampled (or, for a run without them, its sampled train reward by
+iteration). Right: the held-out pass rate of each arm with its Wilson 95% interval. Imports only matplotlib and the
+standard library.
 """
 
 from __future__ import annotations
@@ -32,10 +34,23 @@ def main(results_path: Path, target: Path) -> None:
     loss_ax.set(title="warm start: SFT loss", xlabel="step (one example)", ylabel="loss on the model's tokens")
     loss_ax.legend()
     iterations = results["curve"]["rl_iterations"]
-    rl_ax.plot(
-        [0, *[it["iteration"] for it in iterations]], [None, *[it.get("mean_reward") for it in iterations]], "o-"
-    )
-    rl_ax.set(title="RL: sampled train reward", xlabel="iteration", ylabel="mean reward", ylim=(0, 1.05))
+    updates = results["curve"].get("rl_loss", [])
+    if updates:
+        sampled = {it["iteration"]: it for it in iterations}
+        first = 1
+        for update in updates:
+            it = sampled.get(update["iteration"], {})
+            label = f"iteration {update['iteration']}: {it.get('rewarded')}/{it.get('sampled')} sampled rewarded"
+            rl_ax.plot([first + row["step"] - 1 for row in update["losses"]], [row["loss"] for row in update["losses"]],
+                       ".", alpha=0.5, label=label)  # fmt: skip
+            first += len(update["losses"])
+        rl_ax.set(title="RL: update loss on rewarded samples", xlabel="step (one example)", ylabel="loss")
+        rl_ax.legend()
+    else:
+        rl_ax.plot(
+            [0, *[it["iteration"] for it in iterations]], [None, *[it.get("mean_reward") for it in iterations]], "o-"
+        )
+        rl_ax.set(title="RL: sampled train reward", xlabel="iteration", ylabel="mean reward", ylim=(0, 1.05))
     names = [name for name in ("base", "warm_start", "trained") if results["arms"][name]["n"]]
     rates = [results["arms"][name]["pass_rate"] for name in names]
     errors = [

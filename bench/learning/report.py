@@ -133,7 +133,12 @@ def _curve(layout: Layout, ledger: Ledger) -> dict[str, Any]:
     sft_state = layout.sft / "checkpoint" / "state.json"
     losses = json.loads(sft_state.read_text())["losses"] if sft_state.exists() else []
     iterations = ledger.stage("rl").get("iterations", [])
-    return {"sft_loss": losses, "rl_iterations": iterations}
+    updates = []  # each iteration's update: the loss by step on its rewarded samples
+    for it in iterations:
+        state = layout.iteration(it["iteration"]) / "update" / "checkpoint" / "state.json"
+        if state.exists():
+            updates.append({"iteration": it["iteration"], "losses": json.loads(state.read_text())["losses"]})
+    return {"sft_loss": losses, "rl_iterations": iterations, "rl_loss": updates}
 
 
 def write(layout: Layout, plan: Plan, ledger: Ledger, *, python: Path) -> dict[str, Any]:
