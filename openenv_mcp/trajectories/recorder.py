@@ -63,6 +63,12 @@ log = logging.getLogger(__name__)
 _ROOM_POLL = 0.002  # seconds between looks at a full pipeline (a transaction frees up to ten batches at once)
 _PIPE_SIZE = 1 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where the writer process imports this package from
+# the writer, from this installation even when the working directory holds another openenv_mcp (``-m`` would look
+# there first); it keeps the server's working directory, which a relative sqlite:/// URL is relative to
+_RUN_WRITER = (
+    f"import runpy, sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
+    "runpy.run_module('openenv_mcp.trajectories.writer', run_name='__main__', alter_sys=True)"
+)
 
 
 class TrajectoryRecorder:
@@ -198,8 +204,8 @@ class TrajectoryRecorder:
             return
         process = await asyncio.create_subprocess_exec(
             sys.executable,
-            "-m",
-            "openenv_mcp.trajectories.writer",
+            "-c",
+            _RUN_WRITER,
             self.url,
             repr(self.retry_delay),
             str(journal),

@@ -3,9 +3,9 @@
 ``python -m openenv_mcp.trajectories.writer URL RETRY_DELAY JOURNAL`` reads the batches the server appends to the
 journal folder JOURNAL (:mod:`openenv_mcp.trajectories.journal`), writes them to the store and answers each write
 on stdout, so that the database work (SQLAlchemy, the driver, SQLite's B-trees) and the turning of the server's
-values into rows run beside the server's event loop instead of in its interpreter. It runs at a lower priority
-than the server (niceness +10): when both want the CPU, the server's steps go first and the backlog waits in the
-journal, on disk, not in anyone's memory.
+values into rows run beside the server's event loop instead of in its interpreter. It runs at the lowest priority
+(``SCHED_IDLE``; niceness +10 where that is refused): when both want the CPU, the server's steps go first and the
+backlog waits in the journal, on disk, not in anyone's memory.
 
 The wire (:mod:`openenv_mcp.trajectories.pipe`), private to this package (the recorder starts its writer from
 the same installation):
@@ -43,10 +43,20 @@ from openenv_mcp.trajectories.journal import JournalReader
 from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
-NICE = 10  # the writer's niceness: it yields the CPU to the server (and its clients) when both want it
+NICE = 10  # the writer's niceness where SCHED_IDLE is not to be had
 MERGE = 10  # frames waiting at once are written in one transaction (a commit costs about a thousand rows)
 
 log = logging.getLogger("openenv_mcp.trajectories.writer")
+
+
+def _yield_the_cpu() -> None:
+    """Run only when the server and its clients leave a core idle (Linux's SCHED_IDLE: any other task that wakes
+    takes the core at once), else at niceness +10; a writer behind leaves its backlog in the journal."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
 
 
 def _read(fd: int, size: int) -> bytes | None:
@@ -74,8 +84,7 @@ def merge(batches: list[dict[str, list[Any]]]) -> dict[str, list[Any]]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     url, retry_delay, directory = args[0], float(args[1]), Path(args[2])
-    with contextlib.suppress(OSError):
-        os.nice(NICE)  # the server and its clients first: a writer behind leaves its backlog in the journal
+    _yield_the_cpu()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
