@@ -45,6 +45,7 @@ class ServerSpec:
     ready_path: str
     env: dict[str, str] = field(default_factory=dict)
     optional: bool = False  # when it does not start, its figures are reported as skipped (with why), not fatal
+    cwd: Path | None = None  # where it runs (the repository's root when None)
 
 
 @dataclass
@@ -253,7 +254,7 @@ def start(spec: ServerSpec, log_dir: Path) -> Server:
     started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=ROOT
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=spec.cwd or ROOT
         )
     return Server(spec, port, process, log, started)
 

@@ -132,7 +132,9 @@ class Settings(BaseSettings):
         description="The user's cache directory (XDG), where generated task tables and games are kept; unset: ~/.cache",
     )
     trajectories_queue: int = Field(
-        default=10_000, ge=1, description="Steps held for the trajectory writer; beyond it steps wait for room"
+        default=200_000,
+        ge=1,
+        description="Steps journaled for the trajectory writer and not yet written; beyond it steps wait for room",
     )
     trajectories_wait: float = Field(
         default=30.0,

@@ -1,13 +1,19 @@
-"""The framing between a server's trajectory recorder and its writer process (both ways little-endian).
+"""The wire between a server's trajectory recorder and its writer process (lengths little-endian).
 
-- recorder to writer: frames of ``u32 length`` + a pickle: first the server's tool list (``{"server",
-  "description", "tools"}``), then one batch a frame: ``{"opened", "stepped", "progress", "marked", "closed"}``,
-  each a list, in the shape :meth:`TrajectoryStore.write_values` takes except that a step's five JSON columns
-  (arguments, content, structured_content, scores, reasons) are the UTF-8 bytes pydantic-core made
-  (:func:`step_values` turns them into text);
-- writer to recorder: first a hello, ``u32 length`` + JSON (``{"toolset": ID}``, or ``{"error": MESSAGE}`` when the
-  store cannot be opened), then per write ``u32 written, u32 lost`` (steps stored, steps of a batch the database
-  refused).
+- recorder to writer, on the writer's stdin: first a frame of ``u32 length`` + JSON, the server's tool list
+  (``{"server", "description", "tools"}``); then a byte per batch appended to the journal
+  (:mod:`openenv_mcp.trajectories.journal`), which only wakes the writer. Its end (a clean stop, or the server's
+  death) tells the writer to write what the journal holds and exit.
+- a batch, in the journal: a frame holding ``(opened, stepped, progress, marked, closed)`` in ``marshal``'s
+  format (the writer runs the server's own interpreter), each a list in the shape
+  :meth:`TrajectoryStore.write_values` takes except a step, which is the server's values as they were: ``(uid,
+  step, tool, arguments, content, structured_content, is_error, reward, done, seconds, at, scores, reasons)``, its
+  content the text when it is one text block (else its JSON), its JSON columns the values themselves (or their
+  JSON, when marshal refused a value). The recorder only gathers references, so a step costs the server no
+  serialising of its own; :func:`step_values` makes the store's row in the writer.
+- writer to recorder, on its stdout: first a hello, ``u32 length`` + JSON (``{"toolset": ID}``, or ``{"error":
+  MESSAGE}`` when the store cannot be opened), then per write ``u32 written, u32 lost`` (steps stored, steps of a
+  batch the database refused).
 
 A module of its own so that the writer (run as ``python -m openenv_mcp.trajectories.writer``) is never imported
 by the package it runs from.
@@ -18,25 +24,32 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from pydantic_core import to_json
+
 FRAME = struct.Struct("<I")
 ACK = struct.Struct("<II")
 
 
 def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A step as sent, as :meth:`TrajectoryStore.write_values` stores it (``STEP_COLUMNS`` order, JSON as text)."""
+    """A step as sent, as :meth:`TrajectoryStore.write_values` stores it (``STEP_COLUMNS`` order, JSON as text:
+    the text pydantic-core makes of each value, as the server's own serialising did)."""
     uid, number, tool, arguments, content, structured_content, is_error, reward, done, seconds, at, scores, why = step
     return (
         uid,
         number,
         tool,
-        arguments.decode(),
-        content.decode(),
-        structured_content.decode(),
+        _text(arguments),
+        '[{"type":"text","text":' + to_json(content).decode() + "}]" if type(content) is str else content.decode(),
+        _text(structured_content),
         is_error,
         reward,
         done,
         seconds,
         at,
-        scores.decode(),
-        why.decode(),
+        _text(scores),
+        _text(why),
     )
+
+
+def _text(value: Any) -> str:
+    return value.decode() if type(value) is bytes else to_json(value, fallback=repr).decode()

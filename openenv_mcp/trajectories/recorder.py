@@ -1,25 +1,28 @@
 """The trajectory recorder: an episode observer that records every sim step, off the hot path.
 
-The ``on_*`` methods run on the server's event loop right after a step is graded. Each turns its event into
-one row of plain values (a step is one tuple, its JSON columns serialised by pydantic-core) and appends it
-to a batch; a batch of ``batch_size`` steps, or whatever is waiting every ``flush_interval`` seconds, is pickled
-and written to a pipe. At the other end a **writer process** (:mod:`openenv_mcp.trajectories.writer`, started
-by :meth:`TrajectoryRecorder.start`) opens the store (creating its tables, saving the server's tool list), writes
-each batch in one transaction and answers how many steps it stored, so the database's work runs on another core
-than the serving loop instead of taking the server's interpreter from it, and the server never imports
-SQLAlchemy to record. :meth:`TrajectoryRecorder.stop` (server shutdown, after every episode is closed) sends
-what is left, closes the pipe and waits for the writer to write it and exit. The writer also exits when the
-server dies without stopping (its input ends): it never outlives the server.
+The ``on_*`` methods run on the server's event loop right after a step is graded. Each appends its event to a
+batch as plain values: a step is one tuple of references to what the step already made (its arguments, its
+content's text, its structured result), with nothing serialised. A batch of ``batch_size`` steps, or whatever
+is waiting every ``flush_interval`` seconds, is marshalled and appended to the **journal**
+(:mod:`openenv_mcp.trajectories.journal`), a folder of files the recorder makes at start, and a byte on a pipe
+wakes the **writer process** (:mod:`openenv_mcp.trajectories.writer`, started by :meth:`TrajectoryRecorder.start`
+at a lower priority). The writer opens the store (creating its tables, saving the server's tool list), reads the
+journal at its own pace, makes the rows (their JSON columns) and writes several batches per transaction, and
+answers how many steps it stored; so the database's work runs beside the serving loop instead of taking the
+server's interpreter from it, the server never imports SQLAlchemy to record, and a writer that falls behind
+leaves its backlog on disk. :meth:`TrajectoryRecorder.stop` (server shutdown, after every episode is closed)
+journals what is left, closes the pipe and waits for the writer to write it all and exit. The writer also
+finishes when the server dies without stopping (its pipe ends): it writes what the journal holds and exits.
 
-Memory is bounded: at most ``queue_size`` steps are in flight (batched, in the pipe, or being written). When
-the writer falls behind (more steps per second than it writes: a loaded machine, a slow database), a step that
-finds that many in flight **waits for room** (:meth:`TrajectoryRecorder.pace`, in that request only; the rest
-of the server goes on), so nothing is lost and the steps go at the writer's pace. Only a step that has waited
-``max_wait`` seconds (``OPENENV_TRAJECTORIES_WAIT``: a database that hangs) is dropped. Each drop counts in
-``openenv_trajectory_steps_dropped_total{reason}`` (``queue_full``, or ``write_failed`` for a batch the
-database refused three times, or that a writer which died took with it) and marks its episode
-(``dropped_steps``), so the exporter leaves that episode out. Episode opens and closes are never dropped (they
-are tiny, and one per episode).
+The backlog is bounded: at most ``queue_size`` steps are journaled and not yet written. When the writer falls
+that far behind (a slow database, a machine busy for minutes), a step **waits for room**
+(:meth:`TrajectoryRecorder.pace`, in that request only; the rest of the server goes on), so nothing is lost and
+the steps go at the writer's pace. Only a step that has waited ``max_wait`` seconds
+(``OPENENV_TRAJECTORIES_WAIT``: a database that hangs) is dropped. Each drop counts in
+``openenv_trajectory_steps_dropped_total{reason}`` (``queue_full``, or ``write_failed`` for a batch the database
+refused three times or the journal could not take, or that a writer which died took with it) and marks its
+episode (``dropped_steps``), so the exporter leaves that episode out. Episode opens and closes are never dropped
+(they are tiny, and one per episode).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ import contextlib
 import fcntl
 import json
 import logging
+import marshal
 import os
-import pickle
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
@@ -43,6 +48,7 @@ from pydantic_core import to_json
 
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.models import Observation, TextBlock
+from openenv_mcp.trajectories.journal import JournalAppender
 from openenv_mcp.trajectories.pipe import ACK, FRAME
 
 if TYPE_CHECKING:
@@ -57,6 +63,12 @@ log = logging.getLogger(__name__)
 _ROOM_POLL = 0.002  # seconds between looks at a full pipeline (a transaction frees up to ten batches at once)
 _PIPE_SIZE = 1 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where the writer process imports this package from
+# the writer, from this installation even when the working directory holds another openenv_mcp (``-m`` would look
+# there first); it keeps the server's working directory, which a relative sqlite:/// URL is relative to
+_RUN_WRITER = (
+    f"import runpy, sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
+    "runpy.run_module('openenv_mcp.trajectories.writer', run_name='__main__', alter_sys=True)"
+)
 
 
 class TrajectoryRecorder:
@@ -74,6 +86,8 @@ class TrajectoryRecorder:
         registry: Where the recorder's Prometheus metrics go (the server's registry).
         optional: The store is the default one, not one the user asked for: if it cannot be opened the
             server logs a warning and records nothing, instead of refusing to start.
+        journal: The directory in which the recorder makes its journal's folder (the system's temporary
+            directory when ``None``): the batches on their way to the writer (:mod:`~.journal`).
     """
 
     def __init__(
@@ -83,14 +97,16 @@ class TrajectoryRecorder:
         server: str,
         description: str,
         tools: Sequence[Mapping[str, Any]],
-        queue_size: int = 10_000,
+        queue_size: int = 200_000,
         batch_size: int = 1_000,
         flush_interval: float = 0.5,
         max_wait: float = 30.0,
         registry: CollectorRegistry | None = None,
         optional: bool = False,
+        journal: Path | None = None,
     ) -> None:
         self.url = url
+        self.journal_root = journal
         self.optional = optional
         self.disabled = False
         self.server = server
@@ -106,14 +122,15 @@ class TrajectoryRecorder:
         # the batch being filled, in the pipe's format (openenv_mcp.trajectories.pipe)
         self._opened: list[dict[str, Any]] = []
         self._stepped: list[tuple[Any, ...]] = []
-        self._progress: dict[str, tuple[int, float, bool, str]] = {}
+        self._progress: dict[str, Episode] = {}  # the episodes stepped in the batch being filled, by uid
         self._marked: list[dict[str, Any]] = []
         self._closed: list[dict[str, Any]] = []
         self._enqueued_steps = 0  # steps batched so far
         self._written_steps = 0  # steps the writer has answered for (stored, or lost)
         self._stopping = False
         self._process: asyncio.subprocess.Process | None = None
-        self._pipe: asyncio.StreamWriter | None = None
+        self._pipe: asyncio.StreamWriter | None = None  # wakes the writer; its end tells the writer to finish
+        self._journal: JournalAppender | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._toolset = ""  # the store's id of the server's tool list, from the writer's hello
         registry = registry if registry is not None else CollectorRegistry()
@@ -152,6 +169,7 @@ class TrajectoryRecorder:
             max_wait=runtime.settings.trajectories_wait,
             registry=runtime.metrics.registry,
             optional=default,
+            journal=settings.data_dir / "journal" if _usable_directory(settings.data_dir) else None,
         )
 
     @property
@@ -173,24 +191,37 @@ class TrajectoryRecorder:
         on another core: the server's lifespan loads the MCP SDK meanwhile (``McpMount.preload``).
         """
         path = os.environ.get("PYTHONPATH")
+        try:
+            if self.journal_root is not None:
+                self.journal_root.mkdir(parents=True, exist_ok=True)
+            journal = Path(tempfile.mkdtemp(prefix="trajectory-journal-", dir=self.journal_root))
+        except OSError as exc:
+            why = f"the trajectory journal cannot be made in {self.journal_root or tempfile.gettempdir()}: {exc}"
+            if not self.optional:
+                raise ConfigError(f"{why}; make it writable, or set OPENENV_TRAJECTORIES=off") from exc
+            log.warning("Recording no trajectories: %s", why)
+            self.disabled = True
+            return
         process = await asyncio.create_subprocess_exec(
             sys.executable,
-            "-m",
-            "openenv_mcp.trajectories.writer",
+            "-c",
+            _RUN_WRITER,
             self.url,
             repr(self.retry_delay),
+            str(journal),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")},
         )
         assert process.stdin is not None and process.stdout is not None
         _widen(process.stdin)
-        toolset = pickle.dumps({"server": self.server, "description": self.description, "tools": self.tools})
+        toolset = to_json({"server": self.server, "description": self.description, "tools": self.tools}, fallback=repr)
         process.stdin.write(FRAME.pack(len(toolset)) + toolset)
         hello = await _hello(process.stdout)
         if "toolset" not in hello:
             process.stdin.close()
             await process.wait()
+            shutil.rmtree(journal, ignore_errors=True)
             why = hello.get("error") or f"the trajectory writer exited ({process.returncode}) before opening {self.url}"
             if not self.optional:
                 raise ConfigError(why)
@@ -198,6 +229,7 @@ class TrajectoryRecorder:
             self.disabled = True
             return
         self._toolset = hello["toolset"]
+        self._journal = JournalAppender(journal)
         self._process, self._pipe = process, process.stdin
         self._stopping = False
         self._tasks = [asyncio.create_task(self._answers(process.stdout)), asyncio.create_task(self._tick())]
@@ -218,7 +250,10 @@ class TrajectoryRecorder:
                 await pipe.wait_closed()
         await answers  # the writer answers for every batch, then its output ends
         await process.wait()
-        self._process = self._pipe = None
+        if self._journal is not None:
+            self._journal.close()
+            shutil.rmtree(self._journal.directory, ignore_errors=True)
+        self._process = self._pipe = self._journal = None
         self._tasks = []
 
     def pace(self) -> Awaitable[None] | None:
@@ -251,28 +286,27 @@ class TrajectoryRecorder:
             if count == 0:
                 self._marked.append({"id": uid, "dropped_steps": 1})  # the close sets the real count
             return
-        observation = outcome.observation
-        step = episode.step_count
         arguments = call.arguments
-        scores, reasons = outcome.scores, outcome.reasons
-        self._stepped.append(  # pipe.py's step format: the JSON columns as pydantic-core serialises them (bytes)
+        observation = outcome.observation
+        content = observation.content
+        self._stepped.append(  # pipe.py's step format: plain values, the batch marshalled when it goes (_flush)
             (
                 uid,
-                step,
+                episode.step_count,
                 call.tool.name,
-                (_json(arguments if type(arguments) is dict else dict(arguments)) if arguments else b"{}"),
-                _content_json(observation),
-                _json(observation.structured_content),
+                arguments if type(arguments) is dict else dict(arguments),
+                content[0].text if len(content) == 1 and type(content[0]) is TextBlock else to_json(content),
+                observation.structured_content,
                 observation.is_error,
                 outcome.reward,
                 outcome.done,
                 seconds,
                 time.time(),
-                b"null" if scores is None else _json(scores),
-                b"null" if reasons is None else _json(reasons),
+                outcome.scores,
+                outcome.reasons,
             )
         )
-        self._progress[uid] = (step, episode.total_reward, outcome.done, uid)
+        self._progress[uid] = episode
         self._enqueued_steps += 1
         if len(self._stepped) >= self.batch_size:
             self._flush()
@@ -321,19 +355,29 @@ class TrajectoryRecorder:
     # the pipe to the writer ----------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Send the batch being filled (if any) to the writer: one pickle, one write to the pipe."""
-        if self._pipe is None or not (self._opened or self._stepped or self._marked or self._closed):
+        """Append the batch being filled (if any) to the journal (one ``marshal``, one write) and wake the writer.
+
+        ``marshal``, not pickle: the batch is Python's plain types only (JSON-mode values, strings, numbers), which
+        it writes in a third of pickle's time, and the writer is this same interpreter (``sys.executable``)."""
+        pipe, journal = self._pipe, self._journal
+        if pipe is None or journal is None or not (self._opened or self._stepped or self._marked or self._closed):
             return
-        batch = {
-            "opened": self._opened,
-            "stepped": self._stepped,
-            "progress": list(self._progress.values()),
-            "marked": self._marked,
-            "closed": self._closed,
-        }
+        progress = [(e.step_count, e.total_reward, e.done, uid) for uid, e in self._progress.items()]
+        batch = (self._opened, self._stepped, progress, self._marked, self._closed)
         self._opened, self._stepped, self._progress, self._marked, self._closed = [], [], {}, [], []
-        data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-        self._pipe.write(FRAME.pack(len(data)) + data)
+        try:
+            data = marshal.dumps(batch)
+        except ValueError:  # a value marshal does not take (not one of Python's plain types): its JSON instead
+            data = marshal.dumps((*batch[:1], [_as_json(step) for step in batch[1]], *batch[2:]))
+        try:
+            journal.append(data)
+        except OSError as exc:
+            lost = len(batch[1])
+            log.error("The trajectory journal refused a batch (%s); %d steps lost", exc, lost)
+            self.dropped.labels("write_failed").inc(lost)
+            self._written_steps += lost
+            return
+        pipe.write(b"\x01")
 
     async def _tick(self) -> None:
         while True:
@@ -370,20 +414,11 @@ async def _hello(answers: asyncio.StreamReader) -> dict[str, str]:
         return {}
 
 
-def _json(value: Any) -> bytes:
-    return to_json(value, fallback=repr)
-
-
-_ONE_TEXT = b'[{"type":"text","text":'
-
-
-def _content_json(observation: Observation) -> bytes:
-    """``observation.content`` as JSON: the same bytes as pydantic-core makes of the list, built from its one text
-    block's string when that is all it holds (most steps; a third of the cost of serialising the models)."""
-    content = observation.content
-    if len(content) == 1 and type(block := content[0]) is TextBlock:
-        return _ONE_TEXT + to_json(block.text) + b"}]"
-    return _json(content)
+def _as_json(step: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A step whose values marshal refused, with its JSON columns serialised here (pipe.py takes either)."""
+    uid, number, tool, arguments, content, structured, is_error, reward, done, seconds, at, scores, reasons = step
+    encoded = [to_json(value, fallback=repr) for value in (arguments, structured, scores, reasons)]
+    return (uid, number, tool, encoded[0], content, encoded[1], is_error, reward, done, seconds, at, *encoded[2:])
 
 
 def _widen(pipe: asyncio.StreamWriter) -> None:

@@ -250,7 +250,7 @@ class TrajectoryStore:
 
         ``stepped`` holds each step as one tuple in ``STEP_COLUMNS`` order, its JSON columns already JSON text
         (:func:`step_values`); ``progress`` each episode's running totals as ``(step_count, total_reward, done,
-        id)``. That is the recorder's wire format: plain values that pickle and cross a pipe cheaply.
+        id)``: plain values, as the trajectory writer makes them of what a server journals.
 
         Raises:
             BackendUnavailable: the database refused the batch (nothing of it was written).

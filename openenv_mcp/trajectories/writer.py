@@ -1,87 +1,73 @@
-"""The trajectory writer: a process of its own that writes the batches a server's recorder sends it.
+"""The trajectory writer: a process of its own that writes the batches a server's recorder journals.
 
-``python -m openenv_mcp.trajectories.writer URL RETRY_DELAY`` reads batches on stdin and answers each on stdout,
-so that the database work (SQLAlchemy, the driver, SQLite's B-trees) runs on another core than the server's
-event loop instead of taking the server's interpreter from it.
+``python -m openenv_mcp.trajectories.writer URL RETRY_DELAY JOURNAL`` reads the batches the server appends to the
+journal folder JOURNAL (:mod:`openenv_mcp.trajectories.journal`), writes them to the store and answers each write
+on stdout, so that the database work (SQLAlchemy, the driver, SQLite's B-trees) and the turning of the server's
+values into rows run beside the server's event loop instead of in its interpreter. It runs at the lowest priority
+(``SCHED_IDLE``; niceness +10 where that is refused): when both want the CPU, the server's steps go first and the
+backlog waits in the journal, on disk, not in anyone's memory.
 
 The wire (:mod:`openenv_mcp.trajectories.pipe`), private to this package (the recorder starts its writer from
 the same installation):
 
-- in: first the server's tool list (a frame of ``u32 length`` + a pickled ``{"server", "description", "tools"}``),
-  then frames of a pickled batch, ``{"opened", "stepped", "progress", "marked", "closed"}`` (steps one tuple of
-  plain values each, their JSON columns already serialised);
-- out: first the hello, a frame of ``u32 length`` + JSON: ``{"toolset": ID}`` once the store's tables exist and
+- stdin: first the server's tool list (a frame of ``u32 length`` + JSON ``{"server", "description", "tools"}``),
+  then a byte per batch journaled, which only wakes the writer;
+- stdout: first the hello, a frame of ``u32 length`` + JSON: ``{"toolset": ID}`` once the store's tables exist and
   the tool list is saved, or ``{"error": MESSAGE}`` when the store cannot be opened (then the writer exits);
-  then per batch frame, ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three
-  times.
+  then per write ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three times.
 
 The writer opens the store itself, so that the server never imports SQLAlchemy to record: its start-up waits for
 the hello while it loads the MCP SDK, and the store's creation runs on the other core.
 
-The writer reads until end of input, which is how it stops: the recorder closes the pipe after its last batch,
-and a server that dies (even by SIGKILL) closes it too, so the writer never outlives it. It writes what it has
-read, then exits. It ignores SIGINT and SIGTERM, which a terminal or a process manager may send to the server's
-whole process group: the server is still flushing then, and stopping is its call.
+The writer reads until its stdin ends, which is how it stops: the recorder closes the pipe after its last batch,
+and a server that dies (even by SIGKILL) closes it too, so the writer never outlives it. It writes every batch
+the journal holds, deletes the journal, then exits. It ignores SIGINT and SIGTERM, which a terminal or a process
+manager may send to the server's whole process group: the server is still flushing then, and stopping is its call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import marshal
 import os
-import pickle
-import select
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
+from openenv_mcp.trajectories.journal import JournalReader
 from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
+NICE = 10  # the writer's niceness where SCHED_IDLE is not to be had
 MERGE = 10  # frames waiting at once are written in one transaction (a commit costs about a thousand rows)
 
 log = logging.getLogger("openenv_mcp.trajectories.writer")
 
 
-class _Input:
-    """Frames from a file descriptor, read with ``os.read`` so that ``select`` sees exactly what is buffered."""
+def _yield_the_cpu() -> None:
+    """Run only when the server and its clients leave a core idle (Linux's SCHED_IDLE: any other task that wakes
+    takes the core at once), else at niceness +10; a writer behind leaves its backlog in the journal."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buffer = bytearray()
 
-    def _fill(self) -> bool:
-        chunk = os.read(self.fd, 1 << 20)
-        self.buffer += chunk
-        return bool(chunk)
-
-    def _frame(self) -> bytes | None:
-        if len(self.buffer) < FRAME.size:
+def _read(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``; None if its input ends first."""
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
             return None
-        (length,) = FRAME.unpack_from(self.buffer)
-        if len(self.buffer) < FRAME.size + length:
-            return None
-        frame = bytes(self.buffer[FRAME.size : FRAME.size + length])
-        del self.buffer[: FRAME.size + length]
-        return frame
-
-    def next(self) -> bytes | None:
-        """The next frame (waiting for it); None at end of input."""
-        while (frame := self._frame()) is None:
-            if not self._fill():
-                return None
-        return frame
-
-    def ready(self) -> bytes | None:
-        """A frame already here, or readable without waiting; None otherwise."""
-        frame = self._frame()
-        while frame is None and select.select([self.fd], [], [], 0)[0]:
-            if not self._fill():
-                return None
-            frame = self._frame()
-        return frame
+        data += chunk
+    return data
 
 
 def merge(batches: list[dict[str, list[Any]]]) -> dict[str, list[Any]]:
@@ -97,38 +83,52 @@ def merge(batches: list[dict[str, list[Any]]]) -> dict[str, list[Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    url, retry_delay = args[0], float(args[1])
+    url, retry_delay, directory = args[0], float(args[1]), Path(args[2])
+    _yield_the_cpu()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     from openenv_mcp.trajectories.store import TrajectoryStore  # after the signals: importing takes a while
 
-    source = _Input(sys.stdin.fileno())
-    out = sys.stdout.fileno()
-    toolset = source.next()
+    source, out = sys.stdin.fileno(), sys.stdout.fileno()
+    header = _read(source, FRAME.size)
+    toolset = None if header is None else _read(source, FRAME.unpack(header)[0])
     if toolset is None:
         return 0  # the server went before sending anything
     try:
         store = TrajectoryStore(url)  # a malformed URL, a store that cannot be reached: ConfigError, said in the hello
         store.create()
-        hello = {"toolset": store.save_toolset(**pickle.loads(toolset))}
+        hello = {"toolset": store.save_toolset(**json.loads(toolset))}
     except ConfigError as exc:
         _say(out, {"error": exc.message})
         return 2
     _say(out, hello)
+    journal = JournalReader(directory)
     try:
-        while (frame := source.next()) is not None:
-            frames = [frame]
-            while len(frames) < MERGE and (more := source.ready()) is not None:
-                frames.append(more)
-            batches = [pickle.loads(f) for f in frames]
-            for batch in batches:
-                batch["stepped"] = [step_values(step) for step in batch["stepped"]]
-            written, lost = _write(store, merge(batches), retry_delay)
-            os.write(out, ACK.pack(written, lost))
+        awake = True
+        while awake:
+            awake = bool(os.read(source, 1 << 16))  # a byte a batch; nothing: the server is gone or done
+            while frames := journal.frames(MERGE):  # every batch the journal holds, several per transaction
+                written, lost = _write(store, merge([_batch(marshal.loads(f)) for f in frames]), retry_delay)
+                os.write(out, ACK.pack(written, lost))
     finally:
+        journal.close()
+        with contextlib.suppress(OSError):
+            directory.rmdir()
         store.close()
     return 0
+
+
+def _batch(frame: tuple[list[Any], ...]) -> dict[str, list[Any]]:
+    """A batch as sent (pipe.py), in the shape :meth:`TrajectoryStore.write_values` takes."""
+    opened, stepped, progress, marked, closed = frame
+    return {
+        "opened": opened,
+        "stepped": [step_values(step) for step in stepped],
+        "progress": progress,
+        "marked": marked,
+        "closed": closed,
+    }
 
 
 def _say(out: int, hello: dict[str, str]) -> None:

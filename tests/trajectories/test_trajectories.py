@@ -27,6 +27,7 @@ from openenv_mcp.trajectories import (
     Turn,
     TurnRecorder,
     iter_records,
+    journal,
     record_trajectories,
 )
 from openenv_mcp.trajectories.store import TrajectoryStore
@@ -92,6 +93,22 @@ async def test_every_step_and_episode_is_recorded(store_url: str) -> None:
     assert json.loads(steps[2]["arguments"]) == COUNT_CUSTOMERS  # parameters left at their default are omitted
     assert json.loads(steps[2]["structured_content"])["rows"] == [[60]]
     assert all(s["tool_seconds"] > 0 and s["at"] >= one["created_at"] for s in steps)
+
+
+class TableName(str):
+    """A caller's own string type (a trainer passing its objects in process): not one of Python's plain types."""
+
+
+@pytest.mark.anyio
+async def test_a_step_whose_values_are_not_plain_python_types_is_recorded_as_their_json(store_url: str) -> None:
+    runtime, _ = sim_runtime(store_url)
+    async with runtime.run():
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        await runtime.call("describe_table", {"table": TableName("orders")}, episode)  # the same batch as the next
+        await runtime.call("describe_table", {"table": "customers"}, episode)
+    steps = rows(store_url, "SELECT arguments, content, structured_content FROM trajectory_steps ORDER BY step")
+    assert [json.loads(s["arguments"]) for s in steps] == [{"table": "orders"}, {"table": "customers"}]
+    assert all(json.loads(s["content"])[0]["text"] == s["structured_content"] for s in steps)
 
 
 class DatabaseLock:
@@ -479,6 +496,83 @@ def test_a_killed_server_leaves_no_writer_behind_and_what_it_sent_is_stored(tmp_
     else:
         assert not Path(f"/proc/{writer}").exists(), "the writer outlived its server"
     assert rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 3}]
+
+
+def scheduling_policy(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[38])
+
+
+def wait_gone(pid: int, seconds: float = 30) -> None:
+    """Until ``pid`` has exited (a zombie left to the reaper counts)."""
+    deadline = time.monotonic() + seconds
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), f"process {pid} is still running"
+
+
+def test_a_server_killed_while_its_writer_is_behind_loses_nothing_its_journal_holds(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    journals = tmp_path / "data" / "openenv-mcp" / "journal"
+    port = free_port()
+    process = subprocess.Popen(
+        [*CLI, "serve", "sql", "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OPENENV_TRAJECTORIES": url, "OPENENV_DATA_HOME": str(tmp_path / "data"), "MODE": "sim"},
+    )
+    writer = None
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        writer = writer_of(process.pid)
+        assert scheduling_policy(writer) == os.SCHED_IDLE  # the server's steps go first
+        os.kill(writer, signal.SIGSTOP)  # a writer far behind: it takes nothing from the journal
+        with EnvClient(f"http://127.0.0.1:{port}") as env:
+            for seed in range(20):
+                env.reset(seed=seed)
+                env.step("list_tables")
+                env.step("describe_table", {"table": "orders"})
+        time.sleep(1.5)  # past the flush interval: every step is in the journal
+        segments = list(journals.glob("trajectory-journal-*/segment-*"))
+        assert segments and sum(s.stat().st_size for s in segments) > 20_000
+        assert rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 0}]
+    finally:
+        process.kill()  # no shutdown at all, with 40 steps still to write
+        process.wait(timeout=30)
+        if writer is not None:
+            os.kill(writer, signal.SIGCONT)
+    assert writer is not None
+    wait_gone(writer)
+    assert rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 40}]
+    assert list(journals.iterdir()) == []  # read, written and deleted
+
+
+@pytest.mark.anyio
+async def test_the_journal_moves_to_a_new_segment_and_the_writer_deletes_what_it_has_read(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "SEGMENT_BYTES", 4096)
+    runtime, recorder = sim_runtime(store_url)
+    recorder.batch_size = 1  # a frame per step
+    async with runtime.run():
+        writer = recorder.writer_pid
+        assert writer is not None and recorder._journal is not None
+        folder = recorder._journal.directory
+        os.kill(writer, signal.SIGSTOP)
+        try:
+            for _ in range(2):
+                episode = (await runtime.reset(task_id="sql-001")).episode_id
+                for _ in range(15):
+                    await runtime.call("describe_table", {"table": "orders"}, episode)
+            assert len(list(folder.iterdir())) >= 5
+        finally:
+            os.kill(writer, signal.SIGCONT)
+        with anyio.fail_after(20):
+            while recorder.pending:
+                await anyio.sleep(0.05)
+        assert [p.name for p in folder.iterdir()] == [f"segment-{recorder._journal.number:06d}"]
+    assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 30}]
+    assert not folder.exists()
 
 
 def test_captured_turns_join_their_episode_in_a_store_made_before_turns_existed(recorded: str) -> None:

@@ -1,0 +1,142 @@
+"""The journal between a server's trajectory recorder and its writer process: batches on disk, not in memory.
+
+The recorder appends each batch as a frame (``u32 length`` + the batch, :mod:`openenv_mcp.trajectories.pipe`) to
+the current **segment**, a file of the journal's directory (``segment-000000``, ``segment-000001``...), with one
+``write`` to the page cache, and wakes the writer with a byte on its pipe. The writer reads the frames as they
+come, whatever its pace: a writer that falls behind (it runs at a lower priority than the server, and the database
+may be slow) leaves the backlog on disk, and the server goes on without waiting until the backlog reaches its
+bound (``OPENENV_TRAJECTORIES_QUEUE``). When a segment passes :data:`SEGMENT_BYTES` the recorder starts the next
+one; the writer deletes a segment once it has read all of it, which it knows when the next one exists (the
+recorder creates it only after its last write to the one before).
+
+A frame is written whole or the server died during its write: the writer reads complete frames only, so a
+``kill -9`` of the server loses the batch it was filling (at most ``flush_interval`` seconds or ``batch_size``
+steps) and nothing the journal holds: the writer reads to the end of the journal before it exits.
+
+A module of its own, imported by the writer without the package's heavier modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from openenv_mcp.trajectories.pipe import FRAME
+
+SEGMENT_BYTES = 64 << 20
+
+log = logging.getLogger("openenv_mcp.trajectories.journal")
+
+
+def segment(directory: Path, number: int) -> Path:
+    return directory / f"segment-{number:06d}"
+
+
+class JournalAppender:
+    """The recorder's end: appends frames to the current segment, starting the next one past ``SEGMENT_BYTES``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.number = 0
+        self.size = 0
+        self._fd = self._open()
+
+    def _open(self, number: int = 0) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        return os.open(segment(self.directory, number), flags, 0o600)
+
+    def append(self, payload: bytes) -> None:
+        """Write one frame. Raises OSError (a full or failing disk): the frame does not count, and a part of it
+        already written ends its segment (the reader leaves that part out; the next frame starts a new one)."""
+        data = FRAME.pack(len(payload)) + payload
+        if self.size and self.size + len(data) > SEGMENT_BYTES:
+            self._next()
+        view, written = memoryview(data), 0
+        try:
+            while written < len(data):
+                written += os.write(self._fd, view[written:])
+        except OSError:
+            if written:
+                self._next()
+            raise
+        self.size += len(data)
+
+    def _next(self) -> None:
+        fd = self._open(self.number + 1)
+        os.close(self._fd)
+        self._fd, self.number, self.size = fd, self.number + 1, 0
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class JournalReader:
+    """The writer's end: the complete frames appended so far, segment after segment, each deleted once read."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.number = 0
+        self._file: BinaryIO | None = None
+        self._buffer = bytearray()
+        self._sealed = False  # the next segment exists: this one will not grow
+
+    def frames(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` frames, in order; fewer (or none) when that is all the journal holds now."""
+        out: list[bytes] = []
+        while len(out) < limit:
+            frame = self._frame()
+            if frame is not None:
+                out.append(frame)
+            elif self._fill():
+                continue
+            elif not self._sealed and segment(self.directory, self.number + 1).exists():
+                self._sealed = True  # read this one to its end once more: its last frames may have come since
+            elif self._sealed:
+                self._next()
+            else:
+                break
+        return out
+
+    def close(self) -> None:
+        """At the end: the segment read last goes too (with a partial frame the server died writing, if any)."""
+        if self._buffer:
+            log.warning("The trajectory journal ends in a partial batch (%d bytes): left out", len(self._buffer))
+        self._drop()
+
+    def _frame(self) -> bytes | None:
+        buffer = self._buffer
+        if len(buffer) < FRAME.size:
+            return None
+        (length,) = FRAME.unpack_from(buffer)
+        end = FRAME.size + length
+        if len(buffer) < end:
+            return None
+        frame = bytes(buffer[FRAME.size : end])
+        del buffer[:end]
+        return frame
+
+    def _fill(self) -> bool:
+        if self._file is None:
+            try:
+                self._file = segment(self.directory, self.number).open("rb")
+            except FileNotFoundError:
+                return False
+        chunk = self._file.read(1 << 20)
+        self._buffer += chunk
+        return bool(chunk)
+
+    def _next(self) -> None:
+        if self._buffer:
+            log.error("Trajectory journal segment %d ends in a partial batch: left out", self.number)
+            self._buffer.clear()
+        self._drop()
+        self.number += 1
+        self._sealed = False
+
+    def _drop(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        segment(self.directory, self.number).unlink(missing_ok=True)
