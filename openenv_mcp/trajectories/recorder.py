@@ -152,7 +152,8 @@ class TrajectoryRecorder:
         if not runtime.sim or url.lower() == "off":
             return None
         default = settings.trajectories is None or not settings.trajectories.strip()
-        if default and not _usable_directory(settings.data_dir):
+        usable = _usable_directory(settings.data_dir)  # the default store's folder, and the journal's
+        if default and not usable:
             log.warning(
                 "Recording no trajectories: %s cannot be created or written; set OPENENV_TRAJECTORIES to a "
                 "writable sqlite:///FILE or URL, or to 'off' to silence this",
@@ -169,7 +170,7 @@ class TrajectoryRecorder:
             max_wait=runtime.settings.trajectories_wait,
             registry=runtime.metrics.registry,
             optional=default,
-            journal=settings.data_dir / "journal" if _usable_directory(settings.data_dir) else None,
+            journal=settings.data_dir / "journal" if usable else None,
         )
 
     @property

@@ -466,6 +466,23 @@ def writer_of(server_pid: int) -> int:
     raise AssertionError(f"no trajectory writer under process {server_pid}")
 
 
+def scheduling_policy(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[38])
+
+
+def wait_gone(pid: int, seconds: float = 30) -> None:
+    """Until ``pid`` has exited (a zombie left to the reaper counts)."""
+    deadline = time.monotonic() + seconds
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+                return
+        except OSError:  # reaped between the two looks
+            return
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), f"process {pid} is still running"
+
+
 def test_a_killed_server_leaves_no_writer_behind_and_what_it_sent_is_stored(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'served.db'}"
     port = free_port()
@@ -487,29 +504,8 @@ def test_a_killed_server_leaves_no_writer_behind_and_what_it_sent_is_stored(tmp_
     finally:
         process.kill()  # no shutdown at all: the writer's input ends
         process.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while Path(f"/proc/{writer}").exists() and time.monotonic() < deadline:
-        state = Path(f"/proc/{writer}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        if state == "Z":  # exited; its parent (init, here a reaper) has yet to collect it
-            break
-        time.sleep(0.05)
-    else:
-        assert not Path(f"/proc/{writer}").exists(), "the writer outlived its server"
+    wait_gone(writer, 20)  # the writer did not outlive its server
     assert rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 3}]
-
-
-def scheduling_policy(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[38])
-
-
-def wait_gone(pid: int, seconds: float = 30) -> None:
-    """Until ``pid`` has exited (a zombie left to the reaper counts)."""
-    deadline = time.monotonic() + seconds
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-            return
-        time.sleep(0.05)
-    assert not Path(f"/proc/{pid}").exists(), f"process {pid} is still running"
 
 
 def test_a_server_killed_while_its_writer_is_behind_loses_nothing_its_journal_holds(tmp_path: Path) -> None:
