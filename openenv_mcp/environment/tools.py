@@ -116,7 +116,10 @@ class Tool:
         return entry
 
     def render(self, value: Any) -> Observation:
-        """Turn the tool's return value into structured content plus its JSON text (after the image, if any)."""
+        """Turn the tool's return value into structured content plus its JSON text (after the image, if any).
+
+        The text block is exactly the structured content's JSON (compact, UTF-8 kept); the trajectory recorder
+        relies on it and sends the text alone for both (``openenv_mcp.trajectories.pipe``)."""
         content: list[ContentBlock] = []
         if self.image:
             if not isinstance(value, Image):

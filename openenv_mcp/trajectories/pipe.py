@@ -9,7 +9,9 @@
   :meth:`TrajectoryStore.write_values` takes except a step, which is the server's values as they were: ``(uid,
   step, tool, arguments, content, structured_content, is_error, reward, done, seconds, at, scores, reasons)``, its
   content the text when it is one text block (else its JSON), its JSON columns the values themselves (or their
-  JSON, when marshal refused a value). The recorder only gathers references, so a step costs the server no
+  JSON, when marshal refused a value), except a structured content that the one text block already is (a tool's
+  result as :meth:`~openenv_mcp.environment.tools.Tool.render` makes it: the text is its JSON), sent as ``True``
+  and stored as that text. The recorder only gathers references, so a step costs the server no
   serialising of its own; :func:`step_values` makes the store's row in the writer.
 - writer to recorder, on its stdout: first a hello, ``u32 length`` + JSON (``{"toolset": ID}``, or ``{"error":
   MESSAGE}`` when the store cannot be opened), then per write ``u32 written, u32 lost`` (steps stored, steps of a
@@ -40,7 +42,7 @@ def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
         tool,
         _text(arguments),
         '[{"type":"text","text":' + to_json(content).decode() + "}]" if type(content) is str else content.decode(),
-        _text(structured_content),
+        content if structured_content is True else _text(structured_content),
         is_error,
         reward,
         done,

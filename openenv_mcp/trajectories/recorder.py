@@ -290,14 +290,21 @@ class TrajectoryRecorder:
         arguments = call.arguments
         observation = outcome.observation
         content = observation.content
+        structured: dict[str, Any] | bool | None = observation.structured_content
+        if len(content) == 1 and type(block := content[0]) is TextBlock:
+            text: str | bytes = block.text
+            if structured is not None:
+                structured = True  # the text is its JSON (Tool.render): the writer stores it for both columns
+        else:
+            text = to_json(content)
         self._stepped.append(  # pipe.py's step format: plain values, the batch marshalled when it goes (_flush)
             (
                 uid,
                 episode.step_count,
                 call.tool.name,
                 arguments if type(arguments) is dict else dict(arguments),
-                content[0].text if len(content) == 1 and type(content[0]) is TextBlock else to_json(content),
-                observation.structured_content,
+                text,
+                structured,
                 observation.is_error,
                 outcome.reward,
                 outcome.done,
@@ -418,8 +425,9 @@ async def _hello(answers: asyncio.StreamReader) -> dict[str, str]:
 def _as_json(step: tuple[Any, ...]) -> tuple[Any, ...]:
     """A step whose values marshal refused, with its JSON columns serialised here (pipe.py takes either)."""
     uid, number, tool, arguments, content, structured, is_error, reward, done, seconds, at, scores, reasons = step
-    encoded = [to_json(value, fallback=repr) for value in (arguments, structured, scores, reasons)]
-    return (uid, number, tool, encoded[0], content, encoded[1], is_error, reward, done, seconds, at, *encoded[2:])
+    encoded = [to_json(value, fallback=repr) for value in (arguments, scores, reasons)]
+    structured = structured if structured is True else to_json(structured, fallback=repr)
+    return (uid, number, tool, encoded[0], content, structured, is_error, reward, done, seconds, at, *encoded[1:])
 
 
 def _widen(pipe: asyncio.StreamWriter) -> None:

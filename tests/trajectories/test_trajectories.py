@@ -18,7 +18,9 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from openenv_mcp import ConfigError, EnvClient, Settings
+from openenv_mcp import ConfigError, EnvClient, Environment, Grade, Settings, Task, TaskSet, Toolbox
+from openenv_mcp.environment.tools import BoundCall, Image
+from openenv_mcp.models import Observation
 from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import (
@@ -32,6 +34,7 @@ from openenv_mcp.trajectories import (
 )
 from openenv_mcp.trajectories.store import TrajectoryStore
 from tests.support import free_port, scratch_database, wait_http
+from tests.support.sums import Pad, SumsSettings
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 COUNT_CUSTOMERS = {"sql": "SELECT COUNT(*) FROM customers"}  # the gold answer of sql-001
@@ -109,6 +112,64 @@ async def test_a_step_whose_values_are_not_plain_python_types_is_recorded_as_the
     steps = rows(store_url, "SELECT arguments, content, structured_content FROM trajectory_steps ORDER BY step")
     assert [json.loads(s["arguments"]) for s in steps] == [{"table": "orders"}, {"table": "customers"}]
     assert all(json.loads(s["content"])[0]["text"] == s["structured_content"] for s in steps)
+
+
+def picture_environment() -> Environment[Pad, Task]:
+    """Two tools: one returns a picture and its metadata (an image block, then the metadata's JSON), the other
+    numbers whose JSON text differs by encoder (``1e-05``, ``1e-5``)."""
+    box: Toolbox[Pad] = Toolbox("pictures")
+
+    @box.tool(read_only=True)
+    async def snap(pad: Pad) -> Image[dict[str, float]]:
+        """Take a picture."""
+        return Image(data=b"\x89PNG", mime_type="image/png", metadata={"exposure": 1e-05})
+
+    @box.tool(read_only=True)
+    async def measure(pad: Pad) -> list[float]:
+        """Measure something small."""
+        return [1e-05, 2.5, 1e21]
+
+    async def grade(task: Task, pad: Pad, call: BoundCall, observation: Observation) -> Grade:
+        return Grade()
+
+    return Environment(
+        name="pictures",
+        description="A picture and small numbers.",
+        tools=box,
+        tasks=lambda: TaskSet([Task(id="p", split="train", prompt="Take a picture.")]),
+        settings=SumsSettings,
+        sim_backend=lambda task, seed, settings: _pad(),
+        prod_backend=lambda settings: _pad(),
+        grade=grade,
+    )
+
+
+async def _pad() -> Pad:
+    return Pad()
+
+
+@pytest.mark.anyio
+async def test_structured_content_is_stored_as_its_json_whatever_the_content_blocks(store_url: str) -> None:
+    # A one-text-block result goes to the writer as its text alone (the text is the structured content's JSON);
+    # a picture's result (an image block, then the text) carries its structured content itself.
+    runtime = build_runtime(picture_environment(), Settings(mode="sim", trajectories=store_url))
+    assert record_trajectories(runtime) is not None
+    async with runtime.run():
+        episode = (await runtime.reset()).episode_id
+        picture = await runtime.call("snap", {}, episode)
+        numbers = await runtime.call("measure", {}, episode)
+    steps = rows(store_url, "SELECT content, structured_content FROM trajectory_steps ORDER BY step")
+    assert (
+        [json.loads(s["structured_content"]) for s in steps]
+        == [
+            picture.observation.structured_content,
+            numbers.observation.structured_content,
+        ]
+        == [{"exposure": 1e-05}, {"result": [1e-05, 2.5, 1e21]}]
+    )
+    image, text = json.loads(steps[0]["content"])
+    assert image["type"] == "image" and json.loads(text["text"]) == {"exposure": 1e-05}
+    assert [block["text"] for block in json.loads(steps[1]["content"])] == [numbers.observation.text]
 
 
 class DatabaseLock:
