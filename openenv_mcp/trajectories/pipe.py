@@ -14,8 +14,10 @@
   and stored as that text. The recorder only gathers references, so a step costs the server no
   serialising of its own; :func:`step_values` makes the store's row in the writer.
 - writer to recorder, on its stdout: first a hello, ``u32 length`` + JSON (``{"toolset": ID}``, or ``{"error":
-  MESSAGE}`` when the store cannot be opened), then per write ``u32 written, u32 lost`` (steps stored, steps of a
-  batch the database refused).
+  MESSAGE}`` when the store cannot be opened), then per write ``u32 lost, u32 segment, u64 offset``: the
+  journal's batches up to that position are done, and of their steps ``lost`` were refused by the database. A
+  writer started again after one that died answers for what it finds already stored too; the recorder counts each
+  batch once, by its position.
 
 A module of its own so that the writer (run as ``python -m openenv_mcp.trajectories.writer``) is never imported
 by the package it runs from.
@@ -29,7 +31,7 @@ from typing import Any
 from pydantic_core import to_json
 
 FRAME = struct.Struct("<I")
-ACK = struct.Struct("<II")
+ACK = struct.Struct("<IIQ")
 
 
 def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ from pydantic_core import to_json
 
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.models import Observation, TextBlock
-from openenv_mcp.trajectories.journal import JournalAppender
+from openenv_mcp.trajectories.journal import PREFIX, JournalAppender
 from openenv_mcp.trajectories.pipe import ACK, FRAME
 
 if TYPE_CHECKING:
@@ -132,6 +133,10 @@ class TrajectoryRecorder:
         self._pipe: asyncio.StreamWriter | None = None  # wakes the writer; its end tells the writer to finish
         self._journal: JournalAppender | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._journaled: deque[tuple[int, int, int]] = deque()  # each batch journaled and not answered for: where
+        # it ends (segment, offset) and its steps
+        self.restarts = 3  # writers started again after one dies, before recording stops
+        self._restarts = 0
         self._toolset = ""  # the store's id of the server's tool list, from the writer's hello
         registry = registry if registry is not None else CollectorRegistry()
         self.dropped = Counter(
@@ -191,11 +196,11 @@ class TrajectoryRecorder:
         The wait is the writer's start-up (a Python process importing SQLAlchemy, creating the tables if needed)
         on another core: the server's lifespan loads the MCP SDK meanwhile (``McpMount.preload``).
         """
-        path = os.environ.get("PYTHONPATH")
         try:
             if self.journal_root is not None:
                 self.journal_root.mkdir(parents=True, exist_ok=True)
-            journal = Path(tempfile.mkdtemp(prefix="trajectory-journal-", dir=self.journal_root))
+            folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.journal_root))
+            journal = JournalAppender(folder, self.url)
         except OSError as exc:
             why = f"the trajectory journal cannot be made in {self.journal_root or tempfile.gettempdir()}: {exc}"
             if not self.optional:
@@ -203,16 +208,37 @@ class TrajectoryRecorder:
             log.warning("Recording no trajectories: %s", why)
             self.disabled = True
             return
+        process, hello = await self._spawn(journal)
+        if "toolset" not in hello:
+            journal.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            why = hello.get("error") or f"the trajectory writer exited ({process.returncode}) before opening {self.url}"
+            if not self.optional:
+                raise ConfigError(why)
+            log.warning("Recording no trajectories: %s", why)
+            self.disabled = True
+            return
+        self._toolset = hello["toolset"]
+        self._journal = journal
+        self._stopping = False
+        self._tasks = [asyncio.create_task(self._answers(process)), asyncio.create_task(self._tick())]
+        log.info("Recording trajectories to %s (OPENENV_TRAJECTORIES=off records nothing)", self.url)
+
+    async def _spawn(self, journal: JournalAppender) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+        """Start a writer on ``journal`` (it inherits the journal's lock) and wait for its hello; while it runs it
+        is ``self._process`` and its input ``self._pipe``."""
+        path = os.environ.get("PYTHONPATH")
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
             _RUN_WRITER,
             self.url,
             repr(self.retry_delay),
-            str(journal),
+            str(journal.directory),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")},
+            pass_fds=(journal.lock_fd,),
         )
         assert process.stdin is not None and process.stdout is not None
         _widen(process.stdin)
@@ -222,35 +248,30 @@ class TrajectoryRecorder:
         if "toolset" not in hello:
             process.stdin.close()
             await process.wait()
-            shutil.rmtree(journal, ignore_errors=True)
-            why = hello.get("error") or f"the trajectory writer exited ({process.returncode}) before opening {self.url}"
-            if not self.optional:
-                raise ConfigError(why)
-            log.warning("Recording no trajectories: %s", why)
-            self.disabled = True
-            return
-        self._toolset = hello["toolset"]
-        self._journal = JournalAppender(journal)
-        self._process, self._pipe = process, process.stdin
-        self._stopping = False
-        self._tasks = [asyncio.create_task(self._answers(process.stdout)), asyncio.create_task(self._tick())]
-        log.info("Recording trajectories to %s (OPENENV_TRAJECTORIES=off records nothing)", self.url)
+        else:
+            self._process, self._pipe = process, process.stdin
+            if self._journal is not None:  # a writer started again: what the journal holds already
+                process.stdin.write(b"\x01")
+                if self._stopping:
+                    process.stdin.close()  # it writes the journal to its end and exits
+        return process, hello
 
     async def stop(self) -> None:
         """Send everything still batched, then wait for the writer to write it and exit."""
-        process, pipe = self._process, self._pipe
-        if process is None:
+        if not self._tasks:
             return
         self._stopping = True
         answers, tick = self._tasks
         tick.cancel()
-        if pipe is not None:  # None: the writer died (counted)
-            self._flush()
+        self._flush()
+        pipe = self._pipe
+        if pipe is not None:  # None: the writer died for good (counted)
             pipe.close()
             with contextlib.suppress(ConnectionError):
                 await pipe.wait_closed()
         await answers  # the writer answers for every batch, then its output ends
-        await process.wait()
+        if self._process is not None:
+            await self._process.wait()
         if self._journal is not None:
             self._journal.close()
             shutil.rmtree(self._journal.directory, ignore_errors=True)
@@ -259,14 +280,14 @@ class TrajectoryRecorder:
 
     def pace(self) -> Awaitable[None] | None:
         """``None`` while the writer has room; else a wait until it has (at most ``max_wait`` seconds)."""
-        if self._enqueued_steps - self._written_steps < self.queue_size or self._pipe is None or not self.max_wait:
+        if self._enqueued_steps - self._written_steps < self.queue_size or self.disabled or not self.max_wait:
             return None
         return self._room()
 
     async def _room(self) -> None:
         self._flush()  # what waits in the batch may be all that is in flight
         deadline = time.monotonic() + self.max_wait
-        while self._enqueued_steps - self._written_steps >= self.queue_size and self._pipe is not None:
+        while self._enqueued_steps - self._written_steps >= self.queue_size and not self.disabled:
             if time.monotonic() >= deadline:
                 return  # on_step drops the step and counts it
             await asyncio.sleep(_ROOM_POLL)
@@ -363,12 +384,13 @@ class TrajectoryRecorder:
     # the pipe to the writer ----------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Append the batch being filled (if any) to the journal (one ``marshal``, one write) and wake the writer.
+        """Append the batch being filled (if any) to the journal (one ``marshal``, one write) and wake the writer
+        (while a writer that died is being started again, the journal keeps the batch for the new one).
 
         ``marshal``, not pickle: the batch is Python's plain types only (JSON-mode values, strings, numbers), which
         it writes in a third of pickle's time, and the writer is this same interpreter (``sys.executable``)."""
-        pipe, journal = self._pipe, self._journal
-        if pipe is None or journal is None or not (self._opened or self._stepped or self._marked or self._closed):
+        journal = self._journal
+        if journal is None or self.disabled or not (self._opened or self._stepped or self._marked or self._closed):
             return
         progress = [(e.step_count, e.total_reward, e.done, uid) for uid, e in self._progress.items()]
         batch = (self._opened, self._stepped, progress, self._marked, self._closed)
@@ -378,39 +400,70 @@ class TrajectoryRecorder:
         except ValueError:  # a value marshal does not take (not one of Python's plain types): its JSON instead
             data = marshal.dumps((*batch[:1], [_as_json(step) for step in batch[1]], *batch[2:]))
         try:
-            journal.append(data)
+            position = journal.append(data)
         except OSError as exc:
             lost = len(batch[1])
             log.error("The trajectory journal refused a batch (%s); %d steps lost", exc, lost)
             self.dropped.labels("write_failed").inc(lost)
             self._written_steps += lost
             return
-        pipe.write(b"\x01")
+        self._journaled.append((*position, len(batch[1])))
+        if self._pipe is not None:
+            self._pipe.write(b"\x01")
 
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.flush_interval)
             self._flush()
 
-    async def _answers(self, answers: asyncio.StreamReader) -> None:
-        """Count what the writer stored and lost, batch by batch, until its output ends."""
+    async def _answers(self, process: asyncio.subprocess.Process) -> None:
+        """Count what the writer stored and lost, batch by batch, until its output ends; a writer that exits while
+        the server records is started again on the journal (``restarts`` times), which goes on where it stopped."""
         while True:
-            try:
-                written, lost = ACK.unpack(await answers.readexactly(ACK.size))
-            except asyncio.IncompleteReadError:
-                break
-            if written:
-                self.written.inc(written)
-            if lost:
-                self.dropped.labels("write_failed").inc(lost)
-            self._written_steps += written + lost
-        if not self._stopping:  # the writer died: what it had not answered for is lost, and so is what follows
-            lost = self._enqueued_steps - self._written_steps
+            assert process.stdout is not None
+            await self._count(process.stdout)
+            code = await process.wait()
+            if code == 0 and self._stopping:
+                return  # done: it wrote the journal to its end
+            self._process = self._pipe = None
+            if self._restarts < self.restarts and self._journal is not None:
+                self._restarts += 1
+                log.error(
+                    "The trajectory writer exited (%s); starting another on the journal (%d of %d)",
+                    code,
+                    self._restarts,
+                    self.restarts,
+                )
+                process, hello = await self._spawn(self._journal)
+                if "toolset" in hello:
+                    continue
+                log.error("The trajectory writer could not start again: %s", hello.get("error", process.returncode))
+            lost = self._enqueued_steps - self._written_steps  # what no writer answered for, and what follows
             log.error("The trajectory writer exited; %d steps lost, recording stopped", lost)
             self.dropped.labels("write_failed").inc(lost)
             self._written_steps = self._enqueued_steps
+            self._journaled.clear()
             self.disabled = True
-            self._pipe = None
+            return
+
+    async def _count(self, answers: asyncio.StreamReader) -> None:
+        """Read one writer's answers: the batches journaled up to each position are done (once each, however
+        many writers answer for them), of their steps ``lost`` refused by the database."""
+        journaled = self._journaled
+        while True:
+            try:
+                lost, number, offset = ACK.unpack(await answers.readexactly(ACK.size))
+            except asyncio.IncompleteReadError:
+                return
+            done = 0
+            while journaled and journaled[0][:2] <= (number, offset):
+                done += journaled.popleft()[2]
+            lost = min(lost, done)
+            if done > lost:
+                self.written.inc(done - lost)
+            if lost:
+                self.dropped.labels("write_failed").inc(lost)
+            self._written_steps += done
 
 
 async def _hello(answers: asyncio.StreamReader) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Where trajectories live: four tables, written and read through SQLAlchemy (SQLite or PostgreSQL).
+"""Where trajectories live: five tables, written and read through SQLAlchemy (SQLite or PostgreSQL).
 
     trajectory_toolsets  one row per (server, description, tool list) seen: the tools an episode had
     trajectory_episodes  one row per episode: task, split, seed, prompt, times, running totals, done
@@ -8,6 +8,9 @@
                          and with --capture-tokens its token ids and log-probabilities (written by the policy's
                          side, joined to its episode by server and episode id); the capture proxy writes one
                          per request a harness made (its wire format, segment, and side requests marked)
+    trajectory_journals  per recorder journal still being written, where its last written batch ends (updated
+                         in that batch's transaction, so a writer that takes the journal up again after a crash
+                         skips exactly what is stored: :mod:`~openenv_mcp.trajectories.journal`)
 
 The store is synchronous: the recorder's writer process calls it, and the exporter from the
 command line. It is the one module here that imports SQLAlchemy, so ``openenv-mcp --help`` does not.
@@ -48,7 +51,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.trajectories.tables import STEP_COLUMNS, episodes, metadata, steps, toolsets, turns
+from openenv_mcp.trajectories.tables import STEP_COLUMNS, episodes, journals, metadata, steps, toolsets, turns
 
 __all__ = [
     "STEP_COLUMNS",
@@ -245,8 +248,10 @@ class TrajectoryStore:
         progress: Sequence[Sequence[Any]] = (),
         marked: Sequence[Mapping[str, Any]] = (),
         closed: Sequence[Mapping[str, Any]] = (),
+        position: tuple[str, int, int] | None = None,
     ) -> None:
-        """Write one batch in one transaction: new episodes, their steps, running totals, drop marks, closes.
+        """Write one batch in one transaction: new episodes, their steps, running totals, drop marks, closes, and
+        with ``position`` (a journal's name, a segment, an offset) where in that journal the batch ends.
 
         ``stepped`` holds each step as one tuple in ``STEP_COLUMNS`` order, its JSON columns already JSON text
         (:func:`step_values`); ``progress`` each episode's running totals as ``(step_count, total_reward, done,
@@ -283,10 +288,39 @@ class TrajectoryStore:
                             .values({name: bindparam(f"b_{name}") for name in names})
                         )
                         conn.execute(statement, [{f"b_{k}": v for k, v in row.items()} for row in rows_])
+                if position is not None:
+                    journal, segment, offset = position
+                    values = {"segment": segment, "offset": offset, "at": time.time()}
+                    moved = conn.execute(update(journals).where(journals.c.journal == journal).values(values))
+                    if not moved.rowcount:
+                        conn.execute(insert(journals).values(journal=journal, **values))
         except SQLAlchemyError as exc:
             raise BackendUnavailable(
                 f"The trajectory store {self.url!r} refused a write: {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}"
+            ) from exc
+
+    def journal_position(self, journal: str) -> tuple[int, int] | None:
+        """Where the batches written from ``journal`` end (segment, offset); None when none was written."""
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(
+                    select(journals.c.segment, journals.c.offset).where(journals.c.journal == journal)
+                ).first()
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} cannot be read: {exc.__class__.__name__}"
+            ) from exc
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def forget_journal(self, journal: str) -> None:
+        """Drop ``journal``'s position: it is written to its end and deleted."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(journals.delete().where(journals.c.journal == journal))
+        except SQLAlchemyError as exc:
+            raise BackendUnavailable(
+                f"The trajectory store {self.url!r} refused a write: {exc.__class__.__name__}"
             ) from exc
 
     def write_turns(self, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,4 +1,4 @@
-"""The trajectory store's four tables (see :mod:`~openenv_mcp.trajectories.store` for what each holds).
+"""The trajectory store's five tables (see :mod:`~openenv_mcp.trajectories.store` for what each holds).
 
 Columns are only ever added, and only nullable ones, so a database an older version made keeps working.
 """
@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["STEP_COLUMNS", "episodes", "metadata", "steps", "toolsets", "turns"]
+__all__ = ["STEP_COLUMNS", "episodes", "journals", "metadata", "steps", "toolsets", "turns"]
 
 metadata = MetaData()
 
@@ -101,6 +101,15 @@ turns = Table(
     Column("side", Boolean),  # true: a request without tools (a title, a memory), not a turn of the policy
     Column("segment", Integer),  # the episode's segment: a run of turns each continuing the last prompt+completion
     Column("segment_reason", Text),  # on a segment's first turn after the first: why the prompt did not continue
+)
+
+journals = Table(
+    "trajectory_journals",
+    metadata,
+    Column("journal", String(128), primary_key=True),  # a recorder's journal folder (its name)
+    Column("segment", Integer, nullable=False),  # the end of the last batch written from it: its segment...
+    Column("offset", BigInteger, nullable=False),  # ... and the byte after it there
+    Column("at", Float, nullable=False),
 )
 
 STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")

@@ -14,14 +14,20 @@ the same installation):
   then a byte per batch journaled, which only wakes the writer;
 - stdout: first the hello, a frame of ``u32 length`` + JSON: ``{"toolset": ID}`` once the store's tables exist and
   the tool list is saved, or ``{"error": MESSAGE}`` when the store cannot be opened (then the writer exits);
-  then per write ``u32 written, u32 lost``: steps stored, and steps of a batch the database refused three times.
+  then per write ``u32 lost, u32 segment, u64 offset``: the journal is done up to there, and ``lost`` steps of it
+  the database refused three times.
 
 The writer opens the store itself, so that the server never imports SQLAlchemy to record: its start-up waits for
 the hello while it loads the MCP SDK, and the store's creation runs on the other core.
 
 The writer reads until its stdin ends, which is how it stops: the recorder closes the pipe after its last batch,
 and a server that dies (even by SIGKILL) closes it too, so the writer never outlives it. It writes every batch
-the journal holds, deletes the journal, then exits. It ignores SIGINT and SIGTERM, which a terminal or a process
+the journal holds, deletes the journal, then exits.
+
+Each transaction also stores where in the journal its last batch ends, so a writer reading a journal again skips
+what is stored (:mod:`~openenv_mcp.trajectories.journal`): the recorder starts another writer on its journal when
+one dies, and a writer first takes up the journals beside its own that were left for its store by a server and
+writer that died together. It ignores SIGINT and SIGTERM, which a terminal or a process
 manager may send to the server's whole process group: the server is still flushing then, and stopping is its call.
 """
 
@@ -39,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.trajectories.journal import JournalReader
+from openenv_mcp.trajectories.journal import JournalReader, orphans, remove
 from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
@@ -103,20 +109,60 @@ def main(argv: list[str] | None = None) -> int:
         _say(out, {"error": exc.message})
         return 2
     _say(out, hello)
+    for orphan, lock in orphans(directory.parent, url):
+        try:
+            if orphan != directory:
+                _take_up(store, orphan, retry_delay)
+        finally:
+            os.close(lock)
     journal = JournalReader(directory)
+    finished = False
     try:
+        stored = store.journal_position(directory.name)  # a writer before this one (which died) wrote up to here
         awake = True
         while awake:
             awake = bool(os.read(source, 1 << 16))  # a byte a batch; nothing: the server is gone or done
             while frames := journal.frames(MERGE):  # every batch the journal holds, several per transaction
-                written, lost = _write(store, merge([_batch(marshal.loads(f)) for f in frames]), retry_delay)
-                os.write(out, ACK.pack(written, lost))
+                end = frames[-1][0]
+                fresh = [frame for position, frame in frames if stored is None or position > stored]
+                lost = _write(store, fresh, retry_delay, (directory.name, *end)) if fresh else 0
+                with contextlib.suppress(BrokenPipeError):  # the server is gone: the journal is written all the same
+                    os.write(out, ACK.pack(lost, *end))
+        finished = True
     finally:
         journal.close()
-        with contextlib.suppress(OSError):
-            directory.rmdir()
+        if finished:  # written to its end: the journal and its position go
+            remove(directory)
+            with contextlib.suppress(BackendUnavailable):
+                store.forget_journal(directory.name)
         store.close()
     return 0
+
+
+def _take_up(store: Any, directory: Path, retry_delay: float) -> None:
+    """Write what a journal whose server and writer both died holds beyond what its writer stored, then delete
+    it. A journal that cannot be read (another Python's format) or a store that cannot be read leaves it be."""
+    name, steps, lost = directory.name, 0, 0
+    try:
+        stored = store.journal_position(name)
+        journal = JournalReader(directory)
+        while frames := journal.frames(MERGE):
+            fresh = [frame for position, frame in frames if stored is None or position > stored]
+            if fresh:
+                steps += sum(len(marshal.loads(frame)[1]) for frame in fresh)
+                lost += _write(store, fresh, retry_delay, (name, *frames[-1][0]))
+        journal.close()
+        remove(directory)
+        store.forget_journal(name)
+    except (BackendUnavailable, ValueError, EOFError, TypeError, OSError) as exc:
+        log.warning("Left the trajectory journal %s as it is: %s", directory, exc)
+        return
+    log.warning(
+        "Took up the trajectory journal %s, left by a server and writer that died: %d steps written, %d lost",
+        directory,
+        steps - lost,
+        lost,
+    )
 
 
 def _batch(frame: tuple[list[Any], ...]) -> dict[str, list[Any]]:
@@ -136,18 +182,21 @@ def _say(out: int, hello: dict[str, str]) -> None:
     os.write(out, FRAME.pack(len(data)) + data)
 
 
-def _write(store: Any, batch: dict[str, list[Any]], retry_delay: float) -> tuple[int, int]:
+def _write(store: Any, frames: list[bytes], retry_delay: float, position: tuple[str, int, int]) -> int:
+    """Write ``frames`` in one transaction, with where they end in their journal; the steps lost (refused three
+    times)."""
+    batch = merge([_batch(marshal.loads(frame)) for frame in frames])
     steps = len(batch["stepped"])
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            store.write_values(**batch)
-            return steps, 0
+            store.write_values(**batch, position=position)
+            return 0
         except BackendUnavailable as exc:
             if attempt == ATTEMPTS:
                 log.error("%s (tried %d times); %d steps lost", exc.message, attempt, steps)
-                return 0, steps
+                return steps
             time.sleep(retry_delay * 2 ** (attempt - 1))
-    return 0, steps  # not reached
+    return steps  # not reached
 
 
 if __name__ == "__main__":

@@ -327,8 +327,38 @@ async def test_the_writer_is_a_process_of_its_own_that_stop_ends(store_url: str)
 
 
 @pytest.mark.anyio
-async def test_a_writer_that_dies_is_counted_and_recording_stops_without_stalling_steps(store_url: str) -> None:
+async def test_a_writer_that_dies_is_started_again_on_the_journal_and_nothing_is_lost(store_url: str) -> None:
+    runtime, recorder = sim_runtime(store_url)
+    async with runtime.run():
+        first = recorder.writer_pid
+        assert first is not None
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        for _ in range(3):
+            await runtime.call("list_tables", {}, episode)
+        with anyio.fail_after(20):  # written, and where they end in the journal stored with them
+            while recorder.pending:
+                await anyio.sleep(0.05)
+        os.kill(first, signal.SIGSTOP)
+        for _ in range(10):
+            await runtime.call("describe_table", {"table": "orders"}, episode)
+        await anyio.sleep(recorder.flush_interval + 0.3)  # journaled, not written
+        assert recorder.pending == 10
+        os.kill(first, signal.SIGKILL)
+        for _ in range(5):  # while another writer starts
+            await runtime.call("list_tables", {}, episode)
+        with anyio.fail_after(30):
+            while recorder.pending or recorder.writer_pid in (None, first):
+                await anyio.sleep(0.05)
+    steps = rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step")
+    assert [s["step"] for s in steps] == list(range(1, 19))  # each once: the first three were not written again
+    assert 'reason="write_failed"}' not in runtime.metrics.render().decode()
+    assert "openenv_trajectory_steps_written_total 18.0" in runtime.metrics.render().decode()
+
+
+@pytest.mark.anyio
+async def test_a_writer_that_keeps_dying_is_counted_and_recording_stops_without_stalling_steps(store_url: str) -> None:
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
+    recorder.restarts = 0
     async with runtime.run():
         assert recorder.writer_pid is not None
         os.kill(recorder.writer_pid, signal.SIGKILL)
@@ -604,6 +634,62 @@ def test_a_server_killed_while_its_writer_is_behind_loses_nothing_its_journal_ho
     assert list(journals.iterdir()) == []  # read, written and deleted
 
 
+def test_a_journal_whose_server_and_writer_both_died_is_taken_up_by_the_next_server(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    journals = tmp_path / "data" / "openenv-mcp" / "journal"
+    env = {**os.environ, "OPENENV_TRAJECTORIES": url, "OPENENV_DATA_HOME": str(tmp_path / "data"), "MODE": "sim"}
+
+    def serve(port: int) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen([*CLI, "serve", "sql", "--port", str(port)], stderr=subprocess.DEVNULL, env=env)
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        return process
+
+    def count() -> int:
+        return int(rows(url, "SELECT COUNT(*) AS n FROM trajectory_steps")[0]["n"])
+
+    port = free_port()
+    process = serve(port)
+    writer = None
+    try:
+        writer = writer_of(process.pid)
+        with EnvClient(f"http://127.0.0.1:{port}") as client:
+            client.reset(seed=0)
+            for _ in range(5):
+                client.step("list_tables")
+            deadline = time.monotonic() + 20
+            while count() < 5 and time.monotonic() < deadline:  # written: the journal's segment still holds them
+                time.sleep(0.1)
+            os.kill(writer, signal.SIGSTOP)
+            for seed in range(1, 11):
+                client.reset(seed=seed)
+                client.step("describe_table", {"table": "orders"})
+                client.step("list_tables")
+        time.sleep(1.5)  # past the flush interval: every step is in the journal
+    finally:
+        process.kill()
+        if writer is not None:
+            os.kill(writer, signal.SIGKILL)  # both gone, 20 steps journaled and not written
+        process.wait(timeout=30)
+    assert writer is not None
+    wait_gone(writer)
+    [left] = list(journals.iterdir())
+    assert count() == 5 and list(left.glob("segment-*"))
+
+    port = free_port()
+    process = serve(port)  # the next server on the same store takes the journal up
+    try:
+        deadline = time.monotonic() + 30
+        while count() < 25 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left.exists()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    steps = rows(url, "SELECT trajectory_id, step FROM trajectory_steps")
+    assert len(steps) == len({(s["trajectory_id"], s["step"]) for s in steps}) == 25  # each step once
+    assert list(journals.iterdir()) == []
+
+
 @pytest.mark.anyio
 async def test_the_journal_moves_to_a_new_segment_and_the_writer_deletes_what_it_has_read(
     store_url: str, monkeypatch: pytest.MonkeyPatch
@@ -621,13 +707,13 @@ async def test_the_journal_moves_to_a_new_segment_and_the_writer_deletes_what_it
                 episode = (await runtime.reset(task_id="sql-001")).episode_id
                 for _ in range(15):
                     await runtime.call("describe_table", {"table": "orders"}, episode)
-            assert len(list(folder.iterdir())) >= 5
+            assert len(list(folder.glob("segment-*"))) >= 5
         finally:
             os.kill(writer, signal.SIGCONT)
         with anyio.fail_after(20):
             while recorder.pending:
                 await anyio.sleep(0.05)
-        assert [p.name for p in folder.iterdir()] == [f"segment-{recorder._journal.number:06d}"]
+        assert [p.name for p in folder.glob("segment-*")] == [f"segment-{recorder._journal.number:06d}"]
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 30}]
     assert not folder.exists()
 
