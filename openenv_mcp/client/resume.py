@@ -11,16 +11,74 @@ fails the rebuild with the server's error, which the pool reports naming the rep
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import httpx
 
-from openenv_mcp.client.env_client import AsyncEnvClient
 from openenv_mcp.errors import OpenEnvError, ReplayDiverged
 from openenv_mcp.models import StepResult
 
-__all__ = ["Journal", "rebuild"]
+__all__ = ["Ask", "Journal", "Plan", "arun", "rebuild", "run"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One thing a :data:`Plan` needs done: ``client.method(*args, **kwargs)`` (an :class:`EnvClient` or an
+    :class:`AsyncEnvClient`, whichever the pool holds), or with no client a pause of ``args[0]`` seconds."""
+
+    client: Any
+    method: str = "sleep"
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Plan = Generator[Ask, Any, T]
+"""How an episode is resumed, written once for both pool twins: a generator that yields what it needs done and is
+sent the answer (or thrown the error). :func:`run` carries it out with blocking calls, :func:`arun` awaiting them."""
+
+
+def run(plan: Plan[T]) -> T:
+    """Carry out ``plan`` with the blocking clients of :class:`~openenv_mcp.client.pool.EnvPool`."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            ask = plan.send(answer) if error is None else plan.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer, error = None, None
+        try:
+            if ask.client is None:
+                time.sleep(*ask.args)
+            else:
+                answer = getattr(ask.client, ask.method)(*ask.args, **ask.kwargs)
+        except BaseException as exc:  # the plan's handlers see it (and let an interrupt through)
+            error = exc
+
+
+async def arun(plan: Plan[T]) -> T:
+    """Carry out ``plan`` with the async clients of :class:`~openenv_mcp.client.pool.AsyncEnvPool`."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            ask = plan.send(answer) if error is None else plan.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer, error = None, None
+        try:
+            if ask.client is None:
+                await anyio.sleep(*ask.args)
+            else:
+                answer = await getattr(ask.client, ask.method)(*ask.args, **ask.kwargs)
+        except BaseException as exc:  # a cancellation too: the plan releases what it holds, then it goes on
+            error = exc
 
 
 @dataclass(slots=True)
@@ -58,7 +116,7 @@ class Journal:
         self.total_reward = float(result.info.get("total_reward", self.total_reward + result.reward))
 
 
-async def rebuild(journal: Journal, client: AsyncEnvClient) -> str:
+def rebuild(journal: Journal, client: Any) -> Plan[str]:
     """Open ``journal``'s episode on ``client``'s server and replay its steps; the new episode's id there.
 
     Raises:
@@ -66,12 +124,12 @@ async def rebuild(journal: Journal, client: AsyncEnvClient) -> str:
         OpenEnvError: It answered but the episode cannot be rebuilt there (a reset refused, a replay that came out
             elsewhere: :class:`~openenv_mcp.errors.ReplayDiverged`); the half-built episode is closed.
     """
-    first = await client.reset(task_id=journal.task_id, seed=journal.seed)
+    first: StepResult = yield Ask(client, "reset", kwargs={"task_id": journal.task_id, "seed": journal.seed})
     client.episode_id = None  # the pool, not the client, remembers episodes
     try:
         last = first
         for tool, arguments in journal.steps:
-            last = await client.step(tool, arguments, episode_id=first.episode_id)
+            last = yield Ask(client, "step", (tool, arguments), {"episode_id": first.episode_id})
         count = int(last.info.get("step_count", len(journal.steps)))
         reward = float(last.info.get("total_reward", 0.0))
         if (count, round(reward, 9)) != (journal.step_count, round(journal.total_reward, 9)):
@@ -82,6 +140,6 @@ async def rebuild(journal: Journal, client: AsyncEnvClient) -> str:
             )
     except OpenEnvError:
         with contextlib.suppress(OpenEnvError, httpx.HTTPError):
-            await client.close_episode(episode_id=first.episode_id)
+            yield Ask(client, "close_episode", kwargs={"episode_id": first.episode_id})
         raise
     return first.episode_id

@@ -9,11 +9,12 @@
 Each replica is a :class:`~openenv_mcp.deploy.ray_replica.ServerReplica` actor: ``openenv-mcp serve NAME``
 in the actor's process, both doors (control plane and ``/mcp``) on a port of its node, its URL reported to
 the pool. From there the pool *is* :class:`~openenv_mcp.client.pool.EnvPool` over those URLs (placement by
-open episodes, sticky episodes, a dead replica failing only its episodes with :class:`ReplicaUnavailable`
-naming it), plus replacement: when a replica stops answering, the pool asks its actor where it is now (Ray
-restarts a crashed actor, ``max_restarts``) or, if the actor is dead for good, starts a new one; new episodes
-go to the replacement once it is ready. :class:`AsyncRayPool` is the async twin. Closing the pool closes
-its episodes and ends every actor it started (their servers end with them).
+open episodes, sticky episodes, a dead replica's episodes rebuilt on the others, and an episode that cannot be
+rebuilt raising :class:`ReplicaUnavailable` naming its replica), plus replacement: when a replica stops
+answering, the pool asks its actor where it is now (Ray restarts a crashed actor, ``max_restarts``) or, if the
+actor is dead for good, starts a new one; new episodes go to the replacement once it is ready.
+:class:`AsyncRayPool` is the async twin. Closing the pool closes its episodes and ends every actor it started
+(their servers end with them).
 
 Needs Ray (``pip install 'openenv-mcp[ray]'``); nothing else in the package imports it.
 """

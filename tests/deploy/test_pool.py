@@ -110,38 +110,43 @@ def test_an_unknown_episode_is_named() -> None:
         pool.step("nope", "list_tables")
 
 
-def test_killing_a_replica_mid_run_fails_its_episodes_only() -> None:
+def test_killing_a_replica_mid_run_rebuilds_its_episodes_on_the_others() -> None:
     with replicas() as servers, _pool_by_name(servers, retry_after=60) as pool:
         episodes = [pool.reset(seed=seed).episode_id for seed in range(9)]
         for episode in episodes:
             pool.step(episode, "list_tables")
         victim = servers[1]
+        moved = [episode for episode in episodes if pool.replica_of(episode) == victim.url]
         victim.kill()
 
-        finished, failures = [], {}
-        for episode in episodes:
-            try:
-                pool.step(episode, "describe_table", {"table": "orders"})
-                result = pool.step(episode, "submit_answer", {"sql": "SELECT COUNT(*) FROM orders"})
-                assert result.done
-                finished.append(episode)
-            except ReplicaUnavailable as exc:
-                failures[episode] = exc.message
-        assert len(finished) == 6 and len(failures) == 3
-        for episode, message in failures.items():
-            assert message.startswith(f"Replica {victim.url} stopped answering (ConnectError")
-            assert f"episode {episode} was on it and is lost" in message
-            with pytest.raises(ReplicaUnavailable, match=victim.url):  # and again, the same clear answer
-                pool.state(episode)
-        assert all(pool.state(episode).done for episode in finished)
-
-        # New episodes avoid the dead replica; the others take them.
-        more = [pool.reset(seed=seed).episode_id for seed in range(4)]
-        assert victim.url not in {pool.replica_of(e) for e in more}
+        for episode in episodes:  # the caller sees slower steps on the victim's episodes, never an error
+            pool.step(episode, "describe_table", {"table": "orders"})
+            result = pool.step(episode, "submit_answer", {"sql": "SELECT COUNT(*) FROM orders"})
+            assert (result.episode_id, result.done, result.info["step_count"]) == (episode, True, 3)
+        assert len(moved) == 3 and len(pool.resumes) == 3
+        assert victim.url not in {pool.replica_of(e) for e in episodes}
+        for episode in moved:  # each rebuilt once, on a live replica, under the id its caller has
+            state = pool.state(episode)
+            assert (state.episode_id, state.step_count, state.done) == (episode, 3, True)
         stats = {s.url: s for s in pool.stats()}
         assert not stats[victim.url].up and "ConnectError" in (stats[victim.url].error or "")
-        assert stats[victim.url].open == 0
-        assert [stats[s.url].open for s in servers if s is not victim] == [5, 5]
+        assert sorted(stats[s.url].open for s in servers if s is not victim) == [4, 5]
+        more = [pool.reset(seed=seed).episode_id for seed in range(4)]  # new episodes avoid the dead replica
+        assert victim.url not in {pool.replica_of(e) for e in more}
+
+
+def test_an_episode_no_replica_takes_back_says_so_and_names_its_replica() -> None:
+    with replicas(1) as servers, EnvPool([servers[0].url]) as pool:
+        url = servers[0].url
+        pool.resume_within = 1.0
+        episode = pool.reset(seed=0).episode_id
+        pool.step(episode, "list_tables")
+        servers[0].kill()
+        with pytest.raises(ReplicaUnavailable) as failed:
+            pool.step(episode, "list_tables")
+    message = failed.value.message
+    assert f"Episode {episode} was on replica {url}, which stopped answering (ConnectError" in message
+    assert "no replica took it back within 1 s" in message
 
 
 def test_a_reset_falls_over_to_a_live_replica() -> None:
