@@ -174,10 +174,12 @@ class Readiness(_Strict):
 
 
 class BatchStep(_Strict):
-    """One step of a batch: the episode it acts on and its action."""
+    """One step of a batch: the episode it acts on and its action, and optionally its id (a batch sent again
+    after its answer was lost: a step whose id the server already ran is answered with its recorded result)."""
 
     episode_id: str = Field(min_length=1)
     action: Action
+    step_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class BatchFork(_Strict):

@@ -68,6 +68,10 @@ def _error(response: httpx.Response) -> OpenEnvError:
         return OpenEnvError(f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}")
 
 
+BatchSpec = tuple[str, str, dict[str, Any] | None] | tuple[str, str, dict[str, Any] | None, str | None]
+"""A step of a batch: ``(episode_id, tool, arguments)``, or with its step id as a fourth item."""
+
+
 class _Base:
     episode_id: str | None
 
@@ -100,8 +104,14 @@ class _Base:
             headers["X-Step-Id"] = step_id
         return _Call("POST", "/step", headers, {"action": {"tool": tool, "arguments": arguments or {}}})
 
-    def _batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> _Call:
-        body = [{"episode_id": e, "action": {"tool": t, "arguments": a or {}}} for e, t, a in steps]
+    def _batch(self, steps: Sequence[BatchSpec]) -> _Call:
+        body: list[dict[str, Any]] = []
+        for step in steps:
+            episode_id, tool, arguments, *named = step
+            item = {"episode_id": episode_id, "action": {"tool": tool, "arguments": arguments or {}}}
+            if named and named[0] is not None:
+                item["step_id"] = named[0]
+            body.append(item)
         return _Call("POST", "/step_batch", {}, {"steps": body})
 
     def _close_episode(self, episode_id: str | None) -> _Call:
@@ -178,10 +188,12 @@ class EnvClient(_Base):
         """
         return self._send(self._step(tool, arguments, episode_id, step_id), StepResult)
 
-    def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
+    def step_batch(self, steps: Sequence[BatchSpec]) -> list[BatchItem]:
         """Steps of many episodes in one request: ``(episode_id, tool, arguments)`` each, answered in order.
 
-        A step that fails comes back as an item with ``ok=False`` and its error; the others still run.
+        A step that fails comes back as an item with ``ok=False`` and its error; the others still run. A step
+        given as ``(episode_id, tool, arguments, step_id)`` has an id: the batch sent again (its answer was lost)
+        is answered with what those steps did, without running them twice.
         """
         return self._send(self._batch(steps), BatchResult).results
 
@@ -281,7 +293,7 @@ class AsyncEnvClient(_Base):
     ) -> StepResult:
         return await self._send(self._step(tool, arguments, episode_id, step_id), StepResult)
 
-    async def step_batch(self, steps: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[BatchItem]:
+    async def step_batch(self, steps: Sequence[BatchSpec]) -> list[BatchItem]:
         return (await self._send(self._batch(steps), BatchResult)).results
 
     async def state(self, *, episode_id: str | None = None) -> EpisodeState:

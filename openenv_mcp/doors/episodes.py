@@ -24,7 +24,6 @@ from openenv_mcp.models import (
     TaskList,
 )
 from openenv_mcp.runtime import ForkVia, Runtime
-from openenv_mcp.runtime.steps import RecentSteps
 
 __all__ = ["add_episode_routes"]
 
@@ -41,7 +40,6 @@ _EPISODE_PARAMETER = {  # the OpenAPI parameter EpisodeHeader makes, for the rou
 
 def add_episode_routes(app: FastAPI, runtime: Runtime) -> None:
     """Add the routes that open, step, inspect, fork and close ``runtime``'s episodes, and list its tasks."""
-    recent = RecentSteps()
 
     @app.post("/reset", tags=["episodes"])
     async def reset(body: ResetRequest | None = None) -> StepResult:
@@ -55,14 +53,8 @@ def add_episode_routes(app: FastAPI, runtime: Runtime) -> None:
         # The header is read here, not declared as a Header parameter: FastAPI's parameter handling cost this,
         # the hottest route, 13% of its instructions (callgrind; bench/README.md). The schema still shows it.
         episode_id = _require(request.headers.get("x-episode-id"))
-        step_id = request.headers.get("x-step-id")
-        if step_id is None:
-            return (await runtime.call(body.action.tool, body.action.arguments, episode_id)).as_step()
-
-        async def run() -> StepResult:
-            return (await runtime.call(body.action.tool, body.action.arguments, episode_id)).as_step()
-
-        return await recent.once(episode_id, step_id, run)  # a step sent again is answered, not run again
+        # with X-Step-Id, a step sent again is answered, not run again
+        return await runtime.step(body.action.tool, body.action.arguments, episode_id, request.headers.get("x-step-id"))
 
     @app.post("/step_batch", tags=["episodes"])
     async def step_batch(body: StepBatchRequest) -> BatchResult:

@@ -4,8 +4,8 @@ Each message (a text frame, or a binary frame holding UTF-8 JSON) is a JSON obje
 and an optional ``id`` echoed in the answer:
 
     {"op": "reset", "task_id"?, "split"?, "seed"?}
-    {"op": "step", "action": {"tool", "arguments"}, "episode_id"?}
-    {"op": "step_batch", "steps": [{"episode_id", "action"}, ...]}
+    {"op": "step", "action": {"tool", "arguments"}, "episode_id"?, "step_id"?}
+    {"op": "step_batch", "steps": [{"episode_id", "action", "step_id"?}, ...]}
     {"op": "state", "episode_id"?}
     {"op": "close", "episode_id"?}
     {"op": "fork", "episode_id"?, "via"?}          a new episode in this one's state (opened on this connection)
@@ -14,7 +14,8 @@ and an optional ``id`` echoed in the answer:
 
 Answers are ``{"id"?, "ok": true, "result": ...}`` (the same shapes as the HTTP routes) or
 ``{"id"?, "ok": false, "status": 404, "error": {"code", "message"}}``. ``episode_id`` defaults to
-the episode this connection's last reset opened. Episodes opened on a connection are closed when
+the episode this connection's last reset opened; a step sent again with the ``step_id`` it had is answered with
+what it did (as ``X-Step-Id`` over HTTP), not run twice. Episodes opened on a connection are closed when
 it ends, so a client that goes away leaks nothing. A frame over ``OPENENV_MAX_BODY_BYTES`` is answered 413
 ``body_too_large`` (and one nested too deeply to read, 400), and the connection goes on.
 """
@@ -57,6 +58,7 @@ class _Step(_Op):
     op: Literal["step"]
     action: Action
     episode_id: str | None = None
+    step_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class _Batch(_Op):
@@ -188,8 +190,8 @@ async def _run(runtime: Runtime, message: _Op, key: SessionKey) -> bytes:
     if isinstance(message, _Reset):
         return _json(await sessions.open(key, task_id=message.task_id, split=message.split, seed=message.seed))
     if isinstance(message, _Step):
-        outcome = await runtime.call(message.action.tool, message.action.arguments, current(message.episode_id))
-        return _json(outcome.as_step())
+        episode_id = current(message.episode_id)
+        return _json(await runtime.step(message.action.tool, message.action.arguments, episode_id, message.step_id))
     if isinstance(message, _Batch):
         return _ITEMS.dump_json(await runtime.step_batch(message.steps), exclude_none=True)
     if isinstance(message, _Fork | _Restore):

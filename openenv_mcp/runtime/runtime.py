@@ -50,6 +50,7 @@ from openenv_mcp.runtime.metrics import Metrics
 from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver, SessionOpenings
 from openenv_mcp.runtime.sessions import DEFAULT_EPISODE, Sessions
 from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
+from openenv_mcp.runtime.steps import RecentSteps
 from openenv_mcp.settings import Settings, load_settings
 
 __all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime", "build_runtime"]
@@ -102,6 +103,7 @@ class Runtime:
         key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
         self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
         self.forks = Forks(self)
+        self.recent = RecentSteps()  # the answers of recent step ids, for every door (runtime/steps.py)
         self.curriculum = Curriculum.from_settings(self.tasks, settings) if settings.curriculum and self.sim else None
         if self.curriculum is not None:
             self.metrics.registry.register(self.curriculum)
@@ -274,6 +276,17 @@ class Runtime:
         truncated = episode.record(bound.tool.name, bound.arguments, observation, grade)
         return observation, grade, truncated, ran
 
+    async def step(self, tool: str, arguments: Mapping[str, Any], episode_id: str, step_id: str | None) -> StepResult:
+        """One sim step as the control plane answers it; with ``step_id``, a step id this server already ran on
+        ``episode_id`` is answered with its recorded result instead of running again (:mod:`.steps`)."""
+        if step_id is None:
+            return (await self.call(tool, arguments, episode_id)).as_step()
+
+        async def run() -> StepResult:
+            return (await self.call(tool, arguments, episode_id)).as_step()
+
+        return await self.recent.once(episode_id, step_id, run)
+
     async def step_batch(self, steps: Sequence[BatchStep | BatchFork]) -> list[BatchItem]:
         """Run many episodes' steps (and forks) concurrently; answers in order, each with its own error if any.
 
@@ -287,7 +300,7 @@ class Runtime:
                     result = await self.forks.fork(step.episode_id)
                 else:
                     assert isinstance(step, BatchStep)
-                    result = (await self.call(step.action.tool, step.action.arguments, step.episode_id)).as_step()
+                    result = await self.step(step.action.tool, step.action.arguments, step.episode_id, step.step_id)
             except OpenEnvError as exc:
                 return BatchItem(ok=False, error=ErrorDetail(code=exc.code, message=exc.message), status=exc.status)
             return construct(BatchItem, ok=True, result=result, error=None, status=200)

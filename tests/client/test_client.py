@@ -107,6 +107,24 @@ def test_a_step_sent_again_with_its_id_is_answered_not_applied_twice(sim_server:
             env.step("submit_answer", {"rows": [[60]]}, step_id="s-2")  # a new step id is a new step
 
 
+def test_a_batch_sent_again_with_its_step_ids_is_answered_not_applied_twice(sim_server: LiveServer) -> None:
+    with EnvClient(sim_server.url) as one, EnvClient(sim_server.url) as two:
+        a, b = one.reset(task_id="sql-001").episode_id, two.reset(task_id="sql-001").episode_id
+        batch = [
+            (a, "run_query", {"sql": "SELECT COUNT(*) FROM customers"}, "a-1"),
+            (b, "list_tables", None, "b-1"),
+            (b, "run_query", {"sql": 5}, "b-2"),  # refused: it did not count, so sent again it runs again
+        ]
+        first = one.step_batch(batch)
+        again = one.step_batch(batch)  # its answer was lost: the same batch, the same ids
+        assert [item.ok for item in first] == [item.ok for item in again] == [True, True, False]
+        assert [item.result for item in again[:2]] == [item.result for item in first[:2]]
+        assert again[2].error is not None and again[2].error.code == "invalid_arguments"
+        assert (one.state(episode_id=a).step_count, one.state(episode_id=b).step_count) == (1, 1)
+        fresh = one.step_batch([(a, "list_tables", None, "a-2"), (b, "list_tables", None)])  # a new id, no id: run
+        assert [item.result.info["step_count"] for item in fresh if item.result is not None] == [2, 2]
+
+
 def test_a_failed_step_is_forgotten_so_sending_it_again_runs_it(sim_server: LiveServer) -> None:
     with EnvClient(sim_server.url) as env:
         env.reset(task_id="sql-001")

@@ -43,6 +43,20 @@ def test_a_whole_episode_over_one_connection(sim_server: LiveServer) -> None:
         )
 
 
+def test_a_step_or_batch_sent_again_with_its_id_is_answered_not_applied_twice(sim_server: LiveServer) -> None:
+    with connect(ws_url(sim_server)) as ws:
+        episode = ask(ws, op="reset", task_id="sql-001")["result"]["episode_id"]
+        count = {"tool": "run_query", "arguments": {"sql": "SELECT COUNT(*) FROM orders"}}
+        first = ask(ws, op="step", action=count, step_id="s-1")
+        assert ask(ws, op="step", action=count, step_id="s-1") == first  # sent again: its recorded answer
+        batch = [{"episode_id": episode, "action": {"tool": "list_tables"}, "step_id": "s-2"}]
+        items = ask(ws, op="step_batch", steps=batch)
+        assert ask(ws, op="step_batch", steps=batch) == items
+        assert items["result"][0]["result"]["info"]["step_count"] == 2
+        assert ask(ws, op="state")["result"]["step_count"] == 2
+        assert ask(ws, op="step", action=count, step_id="")["error"]["code"] == "malformed_request"
+
+
 def test_errors_answer_and_the_connection_keeps_serving(sim_server: LiveServer) -> None:
     with connect(ws_url(sim_server)) as ws:
         before_reset = ask(ws, op="step", action={"tool": "list_tables"})
