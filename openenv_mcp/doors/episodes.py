@@ -53,8 +53,11 @@ def add_episode_routes(app: FastAPI, runtime: Runtime) -> None:
         # The header is read here, not declared as a Header parameter: FastAPI's parameter handling cost this,
         # the hottest route, 13% of its instructions (callgrind; bench/README.md). The schema still shows it.
         episode_id = _require(request.headers.get("x-episode-id"))
-        # with X-Step-Id, a step sent again is answered, not run again
-        return await runtime.step(body.action.tool, body.action.arguments, episode_id, request.headers.get("x-step-id"))
+        step_id = request.headers.get("x-step-id")
+        if step_id is None:
+            return (await runtime.call(body.action.tool, body.action.arguments, episode_id)).as_step()
+        # a step sent again is answered, not run again
+        return await runtime.step(body.action.tool, body.action.arguments, episode_id, step_id)
 
     @app.post("/step_batch", tags=["episodes"])
     async def step_batch(body: StepBatchRequest) -> BatchResult:
