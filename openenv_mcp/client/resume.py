@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 import httpx
@@ -43,42 +43,48 @@ Plan = Generator[Ask, Any, T]
 sent the answer (or thrown the error). :func:`run` carries it out with blocking calls, :func:`arun` awaiting them."""
 
 
+class _Carried(Generic[T]):
+    """A plan being carried out: :meth:`next` gives what it asks next, given how the last ask went."""
+
+    def __init__(self, plan: Plan[T]) -> None:
+        self.plan = plan
+        self.answer: Any = None
+        self.error: BaseException | None = None  # the plan's handlers see it (an interrupt or cancellation too)
+        self.result: T
+
+    def next(self) -> Ask | None:
+        """The next ask; None once the plan has returned (its value in ``result``)."""
+        try:
+            ask = self.plan.send(self.answer) if self.error is None else self.plan.throw(self.error)
+        except StopIteration as done:
+            self.result = done.value
+            return None
+        self.answer, self.error = None, None
+        return ask
+
+
 def run(plan: Plan[T]) -> T:
     """Carry out ``plan`` with the blocking clients of :class:`~openenv_mcp.client.pool.EnvPool`."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
+    carried = _Carried(plan)
+    while (ask := carried.next()) is not None:
         try:
-            ask = plan.send(answer) if error is None else plan.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        answer, error = None, None
-        try:
-            if ask.client is None:
-                time.sleep(*ask.args)
-            else:
-                answer = getattr(ask.client, ask.method)(*ask.args, **ask.kwargs)
-        except BaseException as exc:  # the plan's handlers see it (and let an interrupt through)
-            error = exc
+            call = time.sleep if ask.client is None else getattr(ask.client, ask.method)
+            carried.answer = call(*ask.args, **ask.kwargs)
+        except BaseException as exc:
+            carried.error = exc
+    return carried.result
 
 
 async def arun(plan: Plan[T]) -> T:
     """Carry out ``plan`` with the async clients of :class:`~openenv_mcp.client.pool.AsyncEnvPool`."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
+    carried = _Carried(plan)
+    while (ask := carried.next()) is not None:
         try:
-            ask = plan.send(answer) if error is None else plan.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        answer, error = None, None
-        try:
-            if ask.client is None:
-                await anyio.sleep(*ask.args)
-            else:
-                answer = await getattr(ask.client, ask.method)(*ask.args, **ask.kwargs)
-        except BaseException as exc:  # a cancellation too: the plan releases what it holds, then it goes on
-            error = exc
+            call = anyio.sleep if ask.client is None else getattr(ask.client, ask.method)
+            carried.answer = await call(*ask.args, **ask.kwargs)
+        except BaseException as exc:
+            carried.error = exc
+    return carried.result
 
 
 @dataclass(slots=True)
