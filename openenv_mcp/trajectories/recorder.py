@@ -434,7 +434,10 @@ class TrajectoryRecorder:
                     self._restarts,
                     self.restarts,
                 )
-                process, hello = await self._spawn(self._journal)
+                try:
+                    process, hello = await self._spawn(self._journal)
+                except OSError as exc:  # no process at all (out of memory, no more processes)
+                    hello = {"error": str(exc)}
                 if "toolset" in hello:
                     continue
                 log.error("The trajectory writer could not start again: %s", hello.get("error", process.returncode))

@@ -22,13 +22,13 @@ the hello while it loads the MCP SDK, and the store's creation runs on the other
 
 The writer reads until its stdin ends, which is how it stops: the recorder closes the pipe after its last batch,
 and a server that dies (even by SIGKILL) closes it too, so the writer never outlives it. It writes every batch
-the journal holds, deletes the journal, then exits.
+the journal holds, deletes the journal, then exits. It ignores SIGINT and SIGTERM, which a terminal or a process
+manager may send to the server's whole process group: the server is still flushing then, and stopping is its call.
 
 Each transaction also stores where in the journal its last batch ends, so a writer reading a journal again skips
 what is stored (:mod:`~openenv_mcp.trajectories.journal`): the recorder starts another writer on its journal when
 one dies, and a writer first takes up the journals beside its own that were left for its store by a server and
-writer that died together. It ignores SIGINT and SIGTERM, which a terminal or a process
-manager may send to the server's whole process group: the server is still flushing then, and stopping is its call.
+writer that died together.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             while frames := journal.frames(MERGE):  # every batch the journal holds, several per transaction
                 end = frames[-1][0]
                 fresh = [frame for position, frame in frames if stored is None or position > stored]
-                lost = _write(store, fresh, retry_delay, (directory.name, *end)) if fresh else 0
+                lost = _write(store, fresh, retry_delay, (directory.name, *end))[1] if fresh else 0
                 with contextlib.suppress(BrokenPipeError):  # the server is gone: the journal is written all the same
                     os.write(out, ACK.pack(lost, *end))
         finished = True
@@ -149,8 +149,8 @@ def _take_up(store: Any, directory: Path, retry_delay: float) -> None:
         while frames := journal.frames(MERGE):
             fresh = [frame for position, frame in frames if stored is None or position > stored]
             if fresh:
-                steps += sum(len(marshal.loads(frame)[1]) for frame in fresh)
-                lost += _write(store, fresh, retry_delay, (name, *frames[-1][0]))
+                written, refused = _write(store, fresh, retry_delay, (name, *frames[-1][0]))
+                steps, lost = steps + written, lost + refused
         journal.close()
         remove(directory)
         store.forget_journal(name)
@@ -160,7 +160,7 @@ def _take_up(store: Any, directory: Path, retry_delay: float) -> None:
     log.warning(
         "Took up the trajectory journal %s, left by a server and writer that died: %d steps written, %d lost",
         directory,
-        steps - lost,
+        steps,
         lost,
     )
 
@@ -182,21 +182,21 @@ def _say(out: int, hello: dict[str, str]) -> None:
     os.write(out, FRAME.pack(len(data)) + data)
 
 
-def _write(store: Any, frames: list[bytes], retry_delay: float, position: tuple[str, int, int]) -> int:
-    """Write ``frames`` in one transaction, with where they end in their journal; the steps lost (refused three
-    times)."""
+def _write(store: Any, frames: list[bytes], retry_delay: float, position: tuple[str, int, int]) -> tuple[int, int]:
+    """Write ``frames`` in one transaction, with where they end in their journal: steps stored, steps lost (the
+    database refused them three times)."""
     batch = merge([_batch(marshal.loads(frame)) for frame in frames])
     steps = len(batch["stepped"])
     for attempt in range(1, ATTEMPTS + 1):
         try:
             store.write_values(**batch, position=position)
-            return 0
+            return steps, 0
         except BackendUnavailable as exc:
             if attempt == ATTEMPTS:
                 log.error("%s (tried %d times); %d steps lost", exc.message, attempt, steps)
-                return steps
+                return 0, steps
             time.sleep(retry_delay * 2 ** (attempt - 1))
-    return steps  # not reached
+    return 0, steps  # not reached
 
 
 if __name__ == "__main__":
