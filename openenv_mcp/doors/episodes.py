@@ -57,7 +57,7 @@ def add_episode_routes(app: FastAPI, runtime: Runtime) -> None:
         if step_id is None:
             return (await runtime.call(body.action.tool, body.action.arguments, episode_id)).as_step()
         # a step sent again is answered, not run again
-        return await runtime.step(body.action.tool, body.action.arguments, episode_id, step_id)
+        return await runtime.recent.step(body.action.tool, body.action.arguments, episode_id, step_id)
 
     @app.post("/step_batch", tags=["episodes"])
     async def step_batch(body: StepBatchRequest) -> BatchResult:

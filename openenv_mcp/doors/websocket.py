@@ -190,8 +190,10 @@ async def _run(runtime: Runtime, message: _Op, key: SessionKey) -> bytes:
     if isinstance(message, _Reset):
         return _json(await sessions.open(key, task_id=message.task_id, split=message.split, seed=message.seed))
     if isinstance(message, _Step):
-        episode_id = current(message.episode_id)
-        return _json(await runtime.step(message.action.tool, message.action.arguments, episode_id, message.step_id))
+        action, episode_id = message.action, current(message.episode_id)
+        if message.step_id is None:
+            return _json((await runtime.call(action.tool, action.arguments, episode_id)).as_step())
+        return _json(await runtime.recent.step(action.tool, action.arguments, episode_id, message.step_id))
     if isinstance(message, _Batch):
         return _ITEMS.dump_json(await runtime.step_batch(message.steps), exclude_none=True)
     if isinstance(message, _Fork | _Restore):

@@ -22,7 +22,6 @@ from openenv_mcp.errors import (
     BackendUnavailable,
     EpisodeError,
     EpisodeFinished,
-    GradePending,
     ModeError,
     OpenEnvError,
     ToolNotFound,
@@ -49,8 +48,8 @@ from openenv_mcp.runtime.forks import Forks, ForkVia
 from openenv_mcp.runtime.metrics import Metrics
 from openenv_mcp.runtime.observers import CallRecorder, EpisodeObserver, SessionOpenings
 from openenv_mcp.runtime.sessions import DEFAULT_EPISODE, Sessions
-from openenv_mcp.runtime.snapshots import SnapshotSigner, describe, toolset_digest
-from openenv_mcp.runtime.steps import RecentSteps
+from openenv_mcp.runtime.snapshots import SnapshotSigner, toolset_digest
+from openenv_mcp.runtime.steps import RecentSteps, pending_step
 from openenv_mcp.settings import Settings, load_settings
 
 __all__ = ["DEFAULT_EPISODE", "ForkVia", "Runtime", "build_runtime"]
@@ -103,7 +102,7 @@ class Runtime:
         key = settings.snapshot_key.get_secret_value().encode() if settings.snapshot_key is not None else None
         self.snapshots = SnapshotSigner(env.name, toolset_digest(env.tools), key)
         self.forks = Forks(self)
-        self.recent = RecentSteps()  # the answers of recent step ids, for every door (runtime/steps.py)
+        self.recent = RecentSteps(self.call)  # the answers of recent step ids, for every door (runtime/steps.py)
         self.curriculum = Curriculum.from_settings(self.tasks, settings) if settings.curriculum and self.sim else None
         if self.curriculum is not None:
             self.metrics.registry.register(self.curriculum)
@@ -267,7 +266,7 @@ class Runtime:
             observation = await bound.run(episode.backend)
             ran = time.perf_counter() - ran
         else:
-            bound, observation, ran = _pending(episode, bound)
+            bound, observation, ran = pending_step(episode, bound)
         try:
             grade = await self.grade(episode.task, episode.backend, bound, observation)
         except BackendUnavailable:
@@ -275,17 +274,6 @@ class Runtime:
             raise
         truncated = episode.record(bound.tool.name, bound.arguments, observation, grade)
         return observation, grade, truncated, ran
-
-    async def step(self, tool: str, arguments: Mapping[str, Any], episode_id: str, step_id: str | None) -> StepResult:
-        """One sim step as the control plane answers it; with ``step_id``, a step id this server already ran on
-        ``episode_id`` is answered with its recorded result instead of running again (:mod:`.steps`)."""
-        if step_id is None:
-            return (await self.call(tool, arguments, episode_id)).as_step()
-
-        async def run() -> StepResult:
-            return (await self.call(tool, arguments, episode_id)).as_step()
-
-        return await self.recent.once(episode_id, step_id, run)
 
     async def step_batch(self, steps: Sequence[BatchStep | BatchFork]) -> list[BatchItem]:
         """Run many episodes' steps (and forks) concurrently; answers in order, each with its own error if any.
@@ -304,7 +292,7 @@ class Runtime:
                     if step.step_id is None:  # the hot path: no coroutine more than the call's own
                         result = (await self.call(action.tool, action.arguments, step.episode_id)).as_step()
                     else:
-                        result = await self.step(action.tool, action.arguments, step.episode_id, step.step_id)
+                        result = await self.recent.step(action.tool, action.arguments, step.episode_id, step.step_id)
             except OpenEnvError as exc:
                 return BatchItem(ok=False, error=ErrorDetail(code=exc.code, message=exc.message), status=exc.status)
             return construct(BatchItem, ok=True, result=result, error=None, status=200)
@@ -452,16 +440,3 @@ class Runtime:
         """Open an episode in the state a snapshot of this server (or a replica sharing its key) holds."""
         self._require_sim("Restoring a snapshot")
         return await self.forks.restore(snapshot)
-
-
-def _pending(episode: Episode, bound: BoundCall) -> tuple[BoundCall, Observation, float]:
-    """The step that ran but was not graded, when ``bound`` is the same action; else GradePending."""
-    assert episode.pending is not None
-    pending, observation, ran = episode.pending
-    if (bound.tool.name, dict(bound.arguments)) != (pending.tool.name, dict(pending.arguments)):
-        raise GradePending(
-            f"Episode {episode.id!r}: step {episode.step_count + 1} ({pending.tool.name} "
-            f"{describe(pending.arguments)}) ran but its grade failed; send that same action again to grade "
-            "it (the tool does not run again), or close the episode"
-        )
-    return pending, observation, ran

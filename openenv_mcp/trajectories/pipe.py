@@ -25,6 +25,10 @@ by the package it runs from.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
+import json
 import struct
 from typing import Any
 
@@ -32,6 +36,7 @@ from pydantic_core import to_json
 
 FRAME = struct.Struct("<I")
 ACK = struct.Struct("<IIQ")
+_PIPE_SIZE = 1 << 20  # a whole batch's wake-ups and more in one pipe
 
 
 def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -57,3 +62,28 @@ def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _text(value: Any) -> str:
     return value.decode() if type(value) is bytes else to_json(value, fallback=repr).decode()
+
+
+async def read_hello(answers: asyncio.StreamReader) -> dict[str, str]:
+    """The writer's first answer (see :mod:`openenv_mcp.trajectories.writer`); empty if it exited without one."""
+    try:
+        (length,) = FRAME.unpack(await answers.readexactly(FRAME.size))
+        return dict(json.loads(await answers.readexactly(length)))
+    except asyncio.IncompleteReadError:
+        return {}
+
+
+def step_as_json(step: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A step whose values marshal refused, with its JSON columns serialised here (pipe.py takes either)."""
+    uid, number, tool, arguments, content, structured, is_error, reward, done, seconds, at, scores, reasons = step
+    encoded = [to_json(value, fallback=repr) for value in (arguments, scores, reasons)]
+    structured = structured if structured is True else to_json(structured, fallback=repr)
+    return (uid, number, tool, encoded[0], content, structured, is_error, reward, done, seconds, at, *encoded[1:])
+
+
+def widen(pipe: asyncio.StreamWriter) -> None:
+    """Make the pipe hold a whole batch (Linux: 64 KB by default), so that sending one is one write."""
+    end = pipe.transport.get_extra_info("pipe")
+    if end is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):  # capped by /proc/sys/fs/pipe-max-size (1 MB by default)
+            fcntl.fcntl(end.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)

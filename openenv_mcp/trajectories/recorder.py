@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import json
 import logging
 import marshal
 import os
@@ -50,7 +48,7 @@ from pydantic_core import to_json
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.models import Observation, TextBlock
 from openenv_mcp.trajectories.journal import PREFIX, JournalAppender
-from openenv_mcp.trajectories.pipe import ACK, FRAME
+from openenv_mcp.trajectories.pipe import ACK, FRAME, read_hello, step_as_json, widen
 
 if TYPE_CHECKING:
     from openenv_mcp.environment.tools import BoundCall
@@ -62,7 +60,6 @@ __all__ = ["TrajectoryRecorder", "record_trajectories"]
 log = logging.getLogger(__name__)
 
 _ROOM_POLL = 0.002  # seconds between looks at a full pipeline (a transaction frees up to ten batches at once)
-_PIPE_SIZE = 1 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where the writer process imports this package from
 # the writer, from this installation even when the working directory holds another openenv_mcp (``-m`` would look
 # there first); it keeps the server's working directory, which a relative sqlite:/// URL is relative to
@@ -241,10 +238,10 @@ class TrajectoryRecorder:
             pass_fds=(journal.lock_fd,),
         )
         assert process.stdin is not None and process.stdout is not None
-        _widen(process.stdin)
+        widen(process.stdin)
         toolset = to_json({"server": self.server, "description": self.description, "tools": self.tools}, fallback=repr)
         process.stdin.write(FRAME.pack(len(toolset)) + toolset)
-        hello = await _hello(process.stdout)
+        hello = await read_hello(process.stdout)
         if "toolset" not in hello:
             process.stdin.close()
             await process.wait()
@@ -398,7 +395,7 @@ class TrajectoryRecorder:
         try:
             data = marshal.dumps(batch)
         except ValueError:  # a value marshal does not take (not one of Python's plain types): its JSON instead
-            data = marshal.dumps((*batch[:1], [_as_json(step) for step in batch[1]], *batch[2:]))
+            data = marshal.dumps((*batch[:1], [step_as_json(step) for step in batch[1]], *batch[2:]))
         try:
             position = journal.append(data)
         except OSError as exc:
@@ -467,31 +464,6 @@ class TrajectoryRecorder:
             if lost:
                 self.dropped.labels("write_failed").inc(lost)
             self._written_steps += done
-
-
-async def _hello(answers: asyncio.StreamReader) -> dict[str, str]:
-    """The writer's first answer (see :mod:`openenv_mcp.trajectories.writer`); empty if it exited without one."""
-    try:
-        (length,) = FRAME.unpack(await answers.readexactly(FRAME.size))
-        return dict(json.loads(await answers.readexactly(length)))
-    except asyncio.IncompleteReadError:
-        return {}
-
-
-def _as_json(step: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A step whose values marshal refused, with its JSON columns serialised here (pipe.py takes either)."""
-    uid, number, tool, arguments, content, structured, is_error, reward, done, seconds, at, scores, reasons = step
-    encoded = [to_json(value, fallback=repr) for value in (arguments, scores, reasons)]
-    structured = structured if structured is True else to_json(structured, fallback=repr)
-    return (uid, number, tool, encoded[0], content, structured, is_error, reward, done, seconds, at, *encoded[1:])
-
-
-def _widen(pipe: asyncio.StreamWriter) -> None:
-    """Make the pipe hold a whole batch (Linux: 64 KB by default), so that sending one is one write."""
-    end = pipe.transport.get_extra_info("pipe")
-    if end is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
-        with contextlib.suppress(OSError):  # capped by /proc/sys/fs/pipe-max-size (1 MB by default)
-            fcntl.fcntl(end.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
 
 
 def _usable_directory(path: Path) -> bool:

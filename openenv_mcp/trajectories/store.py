@@ -23,17 +23,13 @@ has and an existing database lacks (``ALTER TABLE ... ADD COLUMN``), so an older
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic_core import from_json, to_json
 from sqlalchemy import (
-    JSON,
     Column,
     Engine,
     Table,
@@ -51,7 +47,19 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.trajectories.tables import STEP_COLUMNS, episodes, journals, metadata, steps, toolsets, turns
+from openenv_mcp.trajectories.tables import (
+    STEP_COLUMNS,
+    episodes,
+    journals,
+    json_text,
+    metadata,
+    step_row,
+    step_values,
+    steps,
+    toolset_id,
+    toolsets,
+    turns,
+)
 
 __all__ = [
     "STEP_COLUMNS",
@@ -100,12 +108,6 @@ def engine_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
-
-
-def toolset_id(server: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
-    """A stable id for a server's tool list (a server that changes its tools gets a new one)."""
-    canonical = json.dumps({"server": server, "description": description, "tools": tools}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +279,7 @@ class TrajectoryStore:
                     )
                 else:
                     if stepped:  # through the JSON type, which serialises the decoded values back alike
-                        conn.execute(insert(steps), [_step_row(values) for values in stepped])
+                        conn.execute(insert(steps), [step_row(values) for values in stepped])
                     rows = [dict(zip((*_PROGRESS, "id"), values, strict=True)) for values in progress]
                     direct = ((rows, _PROGRESS), (marked, _MARKED), (closed, _CLOSE))
                 for rows_, names in direct:
@@ -468,42 +470,6 @@ class TrajectoryStore:
 
 _INSERT_STEP = f"INSERT INTO {steps.name} ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 _UPDATE_PROGRESS = f"UPDATE {episodes.name} SET {', '.join(f'{name} = ?' for name in _PROGRESS)} WHERE id = ?"
-
-
-def step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A step row as :meth:`TrajectoryStore.write_values` takes it: ``STEP_COLUMNS``' order, JSON columns as text."""
-    return (
-        row["trajectory_id"],
-        row["step"],
-        row["tool"],
-        json_text(row["arguments"]),
-        json_text(row["content"]),
-        json_text(row["structured_content"]),
-        row["is_error"],
-        row["reward"],
-        row["done"],
-        row["tool_seconds"],
-        row["at"],
-        json_text(row["scores"]),
-        json_text(row.get("reasons")),
-    )
-
-
-_JSON_COLUMNS = frozenset(column.name for column in steps.columns if isinstance(column.type, JSON))
-
-
-def _step_row(values: Sequence[Any]) -> dict[str, Any]:
-    """A step tuple back as a mapping of decoded values (for the JSON type of databases other than SQLite)."""
-    return {
-        name: from_json(value) if name in _JSON_COLUMNS else value
-        for name, value in zip(STEP_COLUMNS, values, strict=True)
-    }
-
-
-def json_text(value: Any) -> str:
-    """``value`` as the JSON text a JSON column holds (``None`` is JSON null, as the JSON type stores it)."""
-    # pydantic-core: several times faster than json.dumps, and it takes models, dates and decimals as they are
-    return to_json(value, fallback=repr).decode()
 
 
 def _sqlite_pragmas(connection: Any, record: Any) -> None:

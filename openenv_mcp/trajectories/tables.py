@@ -1,10 +1,17 @@
-"""The trajectory store's five tables (see :mod:`~openenv_mcp.trajectories.store` for what each holds).
+"""The trajectory store's five tables (see :mod:`~openenv_mcp.trajectories.store` for what each holds), and the
+shapes of their rows: a step as the driver takes it, its JSON columns as text, a tool list's id.
 
 Columns are only ever added, and only nullable ones, so a database an older version made keeps working.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_core import from_json, to_json
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -19,7 +26,19 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["STEP_COLUMNS", "episodes", "journals", "metadata", "steps", "toolsets", "turns"]
+__all__ = [
+    "STEP_COLUMNS",
+    "episodes",
+    "journals",
+    "json_text",
+    "metadata",
+    "step_row",
+    "step_values",
+    "steps",
+    "toolset_id",
+    "toolsets",
+    "turns",
+]
 
 metadata = MetaData()
 
@@ -113,3 +132,45 @@ journals = Table(
 )
 
 STEP_COLUMNS = tuple(column.name for column in steps.columns if column.name != "id")
+
+
+def toolset_id(server: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """A stable id for a server's tool list (a server that changes its tools gets a new one)."""
+    canonical = json.dumps({"server": server, "description": description, "tools": tools}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def step_values(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A step row as :meth:`TrajectoryStore.write_values` takes it: ``STEP_COLUMNS``' order, JSON columns as text."""
+    return (
+        row["trajectory_id"],
+        row["step"],
+        row["tool"],
+        json_text(row["arguments"]),
+        json_text(row["content"]),
+        json_text(row["structured_content"]),
+        row["is_error"],
+        row["reward"],
+        row["done"],
+        row["tool_seconds"],
+        row["at"],
+        json_text(row["scores"]),
+        json_text(row.get("reasons")),
+    )
+
+
+_JSON_COLUMNS = frozenset(column.name for column in steps.columns if isinstance(column.type, JSON))
+
+
+def step_row(values: Sequence[Any]) -> dict[str, Any]:
+    """A step tuple back as a mapping of decoded values (for the JSON type of databases other than SQLite)."""
+    return {
+        name: from_json(value) if name in _JSON_COLUMNS else value
+        for name, value in zip(STEP_COLUMNS, values, strict=True)
+    }
+
+
+def json_text(value: Any) -> str:
+    """``value`` as the JSON text a JSON column holds (``None`` is JSON null, as the JSON type stores it)."""
+    # pydantic-core: several times faster than json.dumps, and it takes models, dates and decimals as they are
+    return to_json(value, fallback=repr).decode()
