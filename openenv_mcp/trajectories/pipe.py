@@ -36,7 +36,7 @@ from pydantic_core import to_json
 
 FRAME = struct.Struct("<I")
 ACK = struct.Struct("<IIQ")
-_PIPE_SIZE = 1 << 20  # a whole batch's wake-ups and more in one pipe
+_PIPE_SIZE = 1 << 20
 
 
 def step_values(step: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -82,7 +82,8 @@ def step_as_json(step: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def widen(pipe: asyncio.StreamWriter) -> None:
-    """Make the pipe hold a whole batch (Linux: 64 KB by default), so that sending one is one write."""
+    """Make the pipe hold 1 MB (Linux: 64 KB by default): the tool list, written before the writer reads, and the
+    wake-up bytes of a writer far behind never fill it."""
     end = pipe.transport.get_extra_info("pipe")
     if end is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
         with contextlib.suppress(OSError):  # capped by /proc/sys/fs/pipe-max-size (1 MB by default)
