@@ -102,12 +102,13 @@ class JournalAppender:
         self.directory = directory
         self.number = 0
         self.size = 0
-        (directory / STORE).write_text(store_key(url))
         (directory / LOCK).touch(0o600)
         lock_fd = lock(directory, wait=True)
         if lock_fd is None:
             raise OSError(f"cannot lock the trajectory journal {directory}")
         self.lock_fd = lock_fd  # held for the server's life; its writers inherit it
+        # written once locked: a journal with a store file is locked by its owner or left (orphans looks there first)
+        (directory / STORE).write_text(store_key(url))
         self._fd = self._open()
 
     def _open(self, number: int = 0) -> int:
