@@ -41,11 +41,12 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from openenv_mcp.errors import BackendUnavailable, ConfigError
-from openenv_mcp.trajectories.journal import JournalReader, orphans, remove
+from openenv_mcp.trajectories.journal import JournalReader, Position, orphans, remove
 from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
@@ -122,10 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         awake = True
         while awake:
             awake = bool(os.read(source, 1 << 16))  # a byte a batch; nothing: the server is gone or done
-            while frames := journal.frames(MERGE):  # every batch the journal holds, several per transaction
-                end = frames[-1][0]
-                fresh = [frame for position, frame in frames if stored is None or position > stored]
-                lost = _write(store, fresh, retry_delay, (directory.name, *end))[1] if fresh else 0
+            for end, _written, lost in _drain(store, journal, stored, retry_delay):
                 with contextlib.suppress(BrokenPipeError):  # the server is gone: the journal is written all the same
                     os.write(out, ACK.pack(lost, *end))
         finished = True
@@ -144,13 +142,9 @@ def _take_up(store: Any, directory: Path, retry_delay: float) -> None:
     it. A journal that cannot be read (another Python's format) or a store that cannot be read leaves it be."""
     name, steps, lost = directory.name, 0, 0
     try:
-        stored = store.journal_position(name)
         journal = JournalReader(directory)
-        while frames := journal.frames(MERGE):
-            fresh = [frame for position, frame in frames if stored is None or position > stored]
-            if fresh:
-                written, refused = _write(store, fresh, retry_delay, (name, *frames[-1][0]))
-                steps, lost = steps + written, lost + refused
+        for _end, written, refused in _drain(store, journal, store.journal_position(name), retry_delay):
+            steps, lost = steps + written, lost + refused
         journal.close()
         remove(directory)
         store.forget_journal(name)
@@ -163,6 +157,18 @@ def _take_up(store: Any, directory: Path, retry_delay: float) -> None:
         steps,
         lost,
     )
+
+
+def _drain(
+    store: Any, journal: JournalReader, stored: Position | None, retry_delay: float
+) -> Iterator[tuple[Position, int, int]]:
+    """Write every batch ``journal`` holds now, several per transaction, leaving out those that end at or before
+    ``stored`` (written by a writer before): per transaction, where it ends, steps written and steps lost."""
+    while frames := journal.frames(MERGE):
+        end = frames[-1][0]
+        fresh = [frame for position, frame in frames if stored is None or position > stored]
+        written, lost = _write(store, fresh, retry_delay, (journal.directory.name, *end)) if fresh else (0, 0)
+        yield end, written, lost
 
 
 def _batch(frame: tuple[list[Any], ...]) -> dict[str, list[Any]]:
