@@ -158,14 +158,16 @@ class JournalReader:
         self._consumed = 0  # bytes of this segment in the frames returned
         self._sealed = False  # the next segment exists: this one will not grow
 
-    def frames(self, limit: int) -> list[tuple[Position, bytes]]:
-        """Up to ``limit`` frames, in order, each with where it ends; fewer (or none) when that is all the journal
-        holds now."""
+    def frames(self, limit: int, budget: int | None = None) -> list[tuple[Position, bytes]]:
+        """Up to ``limit`` frames, in order, each with where it ends, and no more once they hold ``budget`` bytes
+        (the first is always returned); fewer (or none) when that is all the journal holds now."""
         out: list[tuple[Position, bytes]] = []
-        while len(out) < limit:
+        size = 0
+        while len(out) < limit and (budget is None or size < budget):
             frame = self._frame()
             if frame is not None:
                 self._consumed += FRAME.size + len(frame)
+                size += len(frame)
                 out.append(((self.number, self._consumed), frame))
             elif self._fill():
                 continue

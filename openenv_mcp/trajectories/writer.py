@@ -51,7 +51,8 @@ from openenv_mcp.trajectories.pipe import ACK, FRAME, step_values
 
 ATTEMPTS = 3
 NICE = 10  # the writer's niceness where SCHED_IDLE is not to be had
-MERGE = 10  # frames waiting at once are written in one transaction (a commit costs about a thousand rows)
+MERGE = 10  # frames waiting at once are written in one transaction (a commit costs about a thousand rows) ...
+MERGE_BYTES = 4 << 20  # ... and up to about this many bytes of them: the rows of large results stay in bounds
 
 log = logging.getLogger("openenv_mcp.trajectories.writer")
 
@@ -164,7 +165,7 @@ def _drain(
 ) -> Iterator[tuple[Position, int, int]]:
     """Write every batch ``journal`` holds now, several per transaction, leaving out those that end at or before
     ``stored`` (written by a writer before): per transaction, where it ends, steps written and steps lost."""
-    while frames := journal.frames(MERGE):
+    while frames := journal.frames(MERGE, MERGE_BYTES):
         end = frames[-1][0]
         fresh = [frame for position, frame in frames if stored is None or position > stored]
         written, lost = _write(store, fresh, retry_delay, (journal.directory.name, *end)) if fresh else (0, 0)

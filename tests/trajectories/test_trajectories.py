@@ -807,3 +807,30 @@ def test_an_unwritable_default_location_is_a_warning_and_the_server_still_serves
     workdir, stderr = _serve_with_default_store(tmp_path, blocker / "data")
     assert "Recording no trajectories" in stderr and "OPENENV_TRAJECTORIES" in stderr
     assert list(workdir.iterdir()) == []
+
+
+def test_the_writer_reads_a_backlog_of_large_batches_a_few_at_a_time(tmp_path: Path) -> None:
+    """A transaction takes the frames waiting, up to a count and a size (the first whatever its size): a backlog
+    of batches of thousands of steps is not turned into rows all at once."""
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    appender = journal.JournalAppender(folder, "sqlite:///x.db")
+    ends = [appender.append(bytes([n]) * 1000) for n in range(7)]
+    appender.close()
+    reader = journal.JournalReader(folder)
+    taken = []
+    while frames := reader.frames(5, 2500):
+        taken.append([frame[0] for _, frame in frames])
+        assert frames[-1][0] == ends[sum(map(len, taken)) - 1]  # each frame with where it ends
+    assert taken == [[0, 1, 2], [3, 4, 5], [6]]  # 3,000 bytes reach the budget
+    reader.close()
+    assert reader.frames(5, 10) == []
+    big = tmp_path / "big"
+    big.mkdir()
+    appender = journal.JournalAppender(big, "sqlite:///x.db")
+    for n in range(3):
+        appender.append(bytes([n]) * 5000)
+    appender.close()
+    reader = journal.JournalReader(big)
+    assert [len(reader.frames(5, 2500)) for _ in range(4)] == [1, 1, 1, 0]  # a frame larger than the budget goes alone
+    reader.close()
