@@ -34,7 +34,7 @@ import pytest
 from websockets.sync.client import connect
 
 from openenv_mcp.servers.sql import environment as sql_environment
-from tests.support import LiveServer, free_port, live_server, record, wait_for, wait_http
+from tests.support import LiveServer, free_port, live_server, open_episodes, record, wait_for, wait_http
 
 EPISODES = 1_000
 STEPS_ONE_BY_ONE = 1
@@ -70,10 +70,7 @@ class ServerProcess:
         return len(os.listdir(f"/proc/{self.process.pid}/fd"))
 
     def open_episodes(self) -> int:
-        metrics = httpx.get(f"{self.url}/metrics", timeout=10).text
-        match = re.search(r"^openenv_open_episodes (\S+)$", metrics, re.MULTILINE)
-        assert match is not None, metrics
-        return int(float(match.group(1)))
+        return open_episodes(self.url)
 
 
 @contextlib.contextmanager

@@ -158,12 +158,12 @@ class JournalReader:
         self._consumed = 0  # bytes of this segment in the frames returned
         self._sealed = False  # the next segment exists: this one will not grow
 
-    def frames(self, limit: int, budget: int | None = None) -> list[tuple[Position, bytes]]:
+    def frames(self, limit: int, budget: int) -> list[tuple[Position, bytes]]:
         """Up to ``limit`` frames, in order, each with where it ends, and no more once they hold ``budget`` bytes
         (the first is always returned); fewer (or none) when that is all the journal holds now."""
         out: list[tuple[Position, bytes]] = []
         size = 0
-        while len(out) < limit and (budget is None or size < budget):
+        while len(out) < limit and size < budget:
             frame = self._frame()
             if frame is not None:
                 self._consumed += FRAME.size + len(frame)

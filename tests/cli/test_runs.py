@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import free_port, wait_ready
+from tests.support import free_port, open_episodes, wait_ready
 
 CLI = [sys.executable, "-m", "openenv_mcp.cli"]
 
@@ -105,11 +105,6 @@ def _replica(port: int, log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def _open_episodes(url: str) -> float:
-    metrics = httpx.get(f"{url}/metrics", timeout=5).text
-    return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("openenv_open_episodes "))
-
-
 def _trials(out: Path) -> dict[tuple[str, int], dict[str, object]]:
     lines = (out / "trials.jsonl").read_text().splitlines()[1:] if (out / "trials.jsonl").exists() else []
     return {(t["task_id"], t["index"]): t for t in map(json.loads, lines)}
@@ -138,7 +133,7 @@ def test_an_eval_survives_the_death_of_one_of_its_two_replicas(tmp_path: Path) -
             run = subprocess.Popen([*CLI, *args[:1], *urls, *args[1:], "--out", str(out)], stderr=stderr)
         assert _within(120, lambda: len(_trials(out)) >= 20 or run.poll() is not None) and run.poll() is None
         # stopped while it holds episodes (on a fast machine an eval runs in seconds: a moment may find none open)
-        assert _within(60, lambda: _open_episodes(urls[1]) >= 2 or run.poll() is not None), "replica 2 holds nothing"
+        assert _within(60, lambda: open_episodes(urls[1]) >= 2 or run.poll() is not None), "replica 2 holds nothing"
         replicas[1].send_signal(signal.SIGSTOP)  # its episodes hang mid-step
         assert run.poll() is None
         assert _within(120, lambda: len(_trials(out)) >= 30 or run.poll() is not None) and run.poll() is None

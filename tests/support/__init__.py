@@ -132,6 +132,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def open_episodes(url: str) -> int:
+    """The episodes the server at ``url`` holds open, from its ``/metrics`` (the ``openenv_open_episodes`` gauge)."""
+    metrics = httpx.get(f"{url}/metrics", timeout=10).text
+    match = re.search(r"^openenv_open_episodes (\S+)$", metrics, re.MULTILINE)
+    assert match is not None, metrics
+    return int(float(match.group(1)))
+
+
 def wait_http(url: str, *, timeout: float = 20.0) -> httpx.Response:
     """Poll ``url`` until it answers (any status); bounded."""
     deadline = time.monotonic() + timeout

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Iterator
 
 import anyio
-import httpx
 import pytest
 
 from openenv_mcp.client import AsyncEnvClient, EnvClient
@@ -14,7 +13,7 @@ from openenv_mcp.errors import CapacityExceeded, ConfigError, EpisodeFinished, E
 from openenv_mcp.rollout import RolloutEpisode, discover, scripted_policy
 from openenv_mcp.servers.sql import environment as sql
 from openenv_mcp.training.groups import ashared_prefix_group, prefix_actions, shared_prefix_group
-from tests.support import LiveServer, live_server
+from tests.support import LiveServer, live_server, open_episodes
 
 GOLD = "SELECT COUNT(*) FROM customers"  # sql-001's answer
 
@@ -30,13 +29,6 @@ def env(server: LiveServer) -> Iterator[EnvClient]:
     with EnvClient(server.url) as client:
         yield client
     assert len(server.runtime.episodes) == 0, "a test left an episode open"
-
-
-def open_episodes(url: str) -> int:
-    [line] = [
-        line for line in httpx.get(f"{url}/metrics").text.splitlines() if line.startswith("openenv_open_episodes ")
-    ]
-    return int(float(line.split()[1]))
 
 
 def test_members_start_in_the_roots_state_and_diverge_alone(env: EnvClient, server: LiveServer) -> None:

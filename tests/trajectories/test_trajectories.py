@@ -809,7 +809,7 @@ def test_an_unwritable_default_location_is_a_warning_and_the_server_still_serves
     assert list(workdir.iterdir()) == []
 
 
-def test_the_writer_reads_a_backlog_of_large_batches_a_few_at_a_time(tmp_path: Path) -> None:
+def test_the_journal_hands_its_backlog_to_the_writer_a_few_batches_and_megabytes_at_a_time(tmp_path: Path) -> None:
     """A transaction takes the frames waiting, up to a count and a size (the first whatever its size): a backlog
     of batches of thousands of steps is not turned into rows all at once."""
     folder = tmp_path / "journal"
