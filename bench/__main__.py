@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     print(
         "\nratio = ours / baseline (for medians and steps/s: the median over rounds of the per-round ratio, "
-        "both measured back to back);\nlower is better for ms, KB, s; higher for steps/s and episodes."
+        "both measured back to back);\nlower is better for ms, us, KB, s; higher for steps/s and episodes."
     )
     for row in rows:
         if row.note:

@@ -25,6 +25,7 @@ class Plan:
     tp_warmup_s: float
     tp_duration_s: float
     concurrency: tuple[int, ...]
+    rec_rounds: int  # rounds of recording on / off, a pair of their own (its checked ratio is close to its limit)
     # memory: episodes opened per environment (OpenEnv: WebSocket sessions)
     episodes: dict[str, int]
     memory_all: bool  # every shipped environment, or only sql (and the trivial one and OpenEnv)
@@ -43,6 +44,7 @@ FULL = Plan(
     tp_warmup_s=0.3,
     tp_duration_s=1.0,
     concurrency=(1, 16, 64),
+    rec_rounds=10,
     episodes={
         "trivial": 10_000,
         "sql": 10_000,
@@ -66,6 +68,7 @@ QUICK = Plan(
     tp_warmup_s=0.15,
     tp_duration_s=0.3,
     concurrency=(1, 16, 64),
+    rec_rounds=3,
     episodes={"trivial": 1_000, "sql": 1_000, "email": 200, "search": 200, "coding": 100, "desktop": 2, "openenv": 200},
     memory_all=False,
     startup_reps=1,

@@ -25,6 +25,7 @@ from websockets.sync.client import ClientConnection as SyncWs
 from websockets.sync.client import connect as sync_ws_connect
 
 HOST = "127.0.0.1"
+STEP = {"tool": "list_tables", "arguments": {}}  # the trivial environment's one step (bench/trivial.py)
 _LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)", re.IGNORECASE)
 _CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked", re.IGNORECASE)
 

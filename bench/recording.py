@@ -25,9 +25,10 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench import measure, servers
-from bench.throughput import STEP
+from bench.measure import STEP
 
 CLIENTS = 64
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -82,6 +83,30 @@ async def _settled_children(subject: Subject, quiet: float = 0.5, limit: float =
     return before
 
 
+async def paired_rounds(subjects: list[Subject], rounds: int, warm: float, duration: float) -> None:
+    """``rounds`` rounds of every subject back to back (order reversed every other round), then the writers'
+    catching up (:attr:`Subject.children_in_all`)."""
+    for round_ in range(rounds):
+        for subject in subjects if round_ % 2 == 0 else list(reversed(subjects)):
+            await _round(subject, warm, duration)
+        figures = ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects)
+        print(f"  round {round_ + 1}/{rounds}: {figures}", flush=True)
+    for subject in subjects:  # a writer at a lower priority catches up between rounds: count all it spends
+        subject.children_in_all = await _settled_children(subject) - (subject.children_at_start or 0.0)
+
+
+def figures(subject: Subject, off: Subject) -> dict[str, Any]:
+    """A subject's steps/s, its ratio to ``off`` and its CPU per 1,000 steps (the server's, its writer's)."""
+    return {
+        "steps_per_s": statistics.median(subject.rounds),
+        "rounds": subject.rounds,
+        "ratio_to_off": measure.paired_ratio(subject.rounds, off.rounds),
+        "server_cpu_ms_per_1000_steps": 1e6 * subject.own_cpu_s / subject.steps,
+        "children_cpu_ms_per_1000_steps": 1e6 * subject.children_cpu_s / subject.steps,
+        "children_cpu_ms_per_1000_steps_in_all": 1e6 * subject.children_in_all / subject.steps,
+    }
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, object]:
     specs = [servers.ours_trivial(name="off"), servers.ours_trivial(recording=True, name="on")]
     if args.compare:  # the same command, with DIR first on the path (``-m`` would put the working directory first)
@@ -98,24 +123,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
             http = measure.Http(server.port)
             subjects.append(Subject(name, server, measure.open_episodes(http, CLIENTS)))
             http.close()
-        for round_ in range(args.rounds):
-            for subject in subjects if round_ % 2 == 0 else list(reversed(subjects)):
-                await _round(subject, args.warmup, args.duration)
-            figures = ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects)
-            print(f"  round {round_ + 1}/{args.rounds}: {figures}")
-        for subject in subjects:  # a writer at a lower priority catches up between rounds: count all it spends
-            subject.children_in_all = await _settled_children(subject) - (subject.children_at_start or 0.0)
-    off = subjects[0]
+        await paired_rounds(subjects, args.rounds, args.warmup, args.duration)
     out: dict[str, object] = {"load_average_before": load_before, "load_average_after": os.getloadavg()}
     for subject in subjects:
-        out[subject.name] = {
-            "steps_per_s": statistics.median(subject.rounds),
-            "rounds": subject.rounds,
-            "ratio_to_off": measure.paired_ratio(subject.rounds, off.rounds),
-            "server_cpu_ms_per_1000_steps": 1e6 * subject.own_cpu_s / subject.steps,
-            "children_cpu_ms_per_1000_steps": 1e6 * subject.children_cpu_s / subject.steps,
-            "children_cpu_ms_per_1000_steps_in_all": 1e6 * subject.children_in_all / subject.steps,
-        }
+        out[subject.name] = figures(subject, subjects[0])
     return out
 
 

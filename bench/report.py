@@ -61,7 +61,7 @@ def _number(value: float | None, unit: str) -> str:
         return "-"
     if unit in ("steps/s", "episodes"):
         return f"{value:,.0f}"
-    if unit == "MB" or unit == "KB":
+    if unit in ("MB", "KB", "us"):
         return f"{value:,.1f}"
     if unit == "s":
         return f"{value:.2f}"

@@ -20,12 +20,11 @@ import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bench import measure
+from bench import measure, recording
 from bench.context import Context
-from bench.measure import Http
+from bench.measure import STEP, Http
 from bench.report import Row
 
-STEP = {"tool": "list_tables", "arguments": {}}
 # our best path against the latest OpenEnv's best path (3x until issue 27: OpenEnv 0.10's /ws costs what ours does)
 BEST_PATH_RATIO = 2.0
 TAIL_RATIO = 3.0  # /step p99 over its median with 64 clients
@@ -55,7 +54,7 @@ class Cell:
         return statistics.median(self.rounds)
 
 
-def _cells(ctx: Context, episodes: list[str], recorded: list[str]) -> list[Cell]:
+def _cells(ctx: Context, episodes: list[str]) -> list[Cell]:
     up, plan = ctx.up, ctx.plan
     warm, duration = plan.tp_warmup_s, plan.tp_duration_s
     ours, bare = up["ours-trivial"].port, up["bare-fastapi"].port
@@ -99,17 +98,6 @@ def _cells(ctx: Context, episodes: list[str], recorded: list[str]) -> list[Cell]
             Cell("ours /ws step_batch", n, ours_ws_batch),
             Cell("bare FastAPI /step", n, bare_step),
         ]
-        if recorded and n == max(plan.concurrency):
-            rec = up["ours-trivial-recording"].port
-
-            def ours_batch_recorded(cell: Cell, n: int = n, rec: int = rec) -> Awaitable[float]:
-                steps = [{"episode_id": recorded[i], "action": STEP} for i in range(n)]
-                body = json.dumps({"steps": steps}).encode()
-                return measure.http_throughput(
-                    rec, [measure.request(rec, "POST", "/step_batch", body)], n, warm, duration
-                )
-
-            cells.append(Cell("ours /step_batch, trajectories on", n, ours_batch_recorded))
         if "openenv" in up:
             oe = up["openenv"].port
 
@@ -129,7 +117,7 @@ def _cells(ctx: Context, episodes: list[str], recorded: list[str]) -> list[Cell]
 
 async def run(ctx: Context) -> list[Row]:
     episodes, recorded = _episodes(ctx, "ours-trivial"), _episodes(ctx, "ours-trivial-recording")
-    cells = _cells(ctx, episodes, recorded)
+    cells = _cells(ctx, episodes)
     print(f"throughput: {len(cells)} cells x {ctx.plan.tp_rounds} rounds ...", flush=True)
     for round_ in range(ctx.plan.tp_rounds):
         print(f"  round {round_ + 1}/{ctx.plan.tp_rounds} ...", flush=True)
@@ -191,24 +179,8 @@ async def run(ctx: Context) -> list[Row]:
                     limit,
                 )
             )
-    recorded_cell = by.get(("ours /step_batch, trajectories on", most))
-    if recorded_cell is not None:
-        off = by[("ours /step_batch", most)]
-        rows.append(
-            Row(
-                "throughput",
-                f"/step_batch, {most} clients, trajectories on (the default)",
-                recorded_cell.median,
-                "steps/s",
-                "trajectories off",
-                off.median,
-                RECORDING_RATIO,
-                "ratio>=",
-                measure.paired_ratio(recorded_cell.rounds, off.rounds),
-            )
-        )
     # the target: our best path against OpenEnv's best path (any path, any client count), round by round
-    ours_cells = [c for c in cells if c.path.startswith("ours") and c is not recorded_cell]
+    ours_cells = [c for c in cells if c.path.startswith("ours")]
     best_ours = max(ours_cells, key=lambda c: c.median)
     if has_openenv:
         oe_cells = [c for c in cells if c.path.startswith("OpenEnv")]
@@ -231,4 +203,44 @@ async def run(ctx: Context) -> list[Row]:
         )
     else:
         ctx.skipped["throughput target"] = "OpenEnv did not start: " + ctx.skipped.get("openenv", "?")
+    if recorded:
+        rows += await _recording(ctx, episodes, recorded)
     return rows
+
+
+async def _recording(ctx: Context, episodes: list[str], recorded: list[str]) -> list[Row]:
+    """Recording every step against recording nothing: ``/step_batch`` with every client's step, on the two
+    trivial servers in rounds of their own, back to back (bench/recording.py's way), with each server's CPU per
+    step and its trajectory writer's (a process of its own beside the server)."""
+    plan = ctx.plan
+    off = recording.Subject("trajectories off", ctx.up["ours-trivial"], episodes)
+    on = recording.Subject("trajectories on", ctx.up["ours-trivial-recording"], recorded)
+    print(f"throughput: recording on / off x {plan.rec_rounds} rounds ...", flush=True)
+    await recording.paired_rounds([off, on], plan.rec_rounds, plan.tp_warmup_s, plan.tp_duration_s)
+    found = {subject.name: recording.figures(subject, off) for subject in (off, on)}
+    ctx.details["throughput recording"] = found
+    clients = len(recorded)
+    off_cpu, on_cpu = (found[s.name]["server_cpu_ms_per_1000_steps"] for s in (off, on))
+    writer = found[on.name]["children_cpu_ms_per_1000_steps_in_all"]
+    return [
+        Row(
+            "throughput",
+            f"/step_batch, {clients} clients, trajectories on (the default)",
+            statistics.median(on.rounds),
+            "steps/s",
+            "trajectories off",
+            statistics.median(off.rounds),
+            RECORDING_RATIO,
+            "ratio>=",
+            measure.paired_ratio(on.rounds, off.rounds),
+        ),
+        Row(
+            "throughput",
+            "server CPU per /step_batch step, trajectories on",
+            on_cpu,
+            "us",
+            "trajectories off",
+            off_cpu,
+        ),
+        Row("throughput", "trajectory writer CPU per step (its own process)", writer, "us"),
+    ]
