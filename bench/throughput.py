@@ -219,13 +219,12 @@ async def _recording(ctx: Context, episodes: list[str], recorded: list[str]) -> 
     await recording.paired_rounds([off, on], plan.rec_rounds, plan.tp_warmup_s, plan.tp_duration_s)
     found = {subject.name: recording.figures(subject, off) for subject in (off, on)}
     ctx.details["throughput recording"] = found
-    clients = len(recorded)
-    off_cpu, on_cpu = (found[s.name]["server_cpu_ms_per_1000_steps"] for s in (off, on))
-    writer = found[on.name]["children_cpu_ms_per_1000_steps_in_all"]
+    cpu = "server_cpu_ms_per_1000_steps"  # ms per 1,000 steps: us per step
+    writer = found[on.name]["children_cpu_ms_per_1000_steps_in_all"]  # its catching up after the rounds too
     return [
         Row(
             "throughput",
-            f"/step_batch, {clients} clients, trajectories on (the default)",
+            f"/step_batch, {len(recorded)} clients, trajectories on (the default)",
             statistics.median(on.rounds),
             "steps/s",
             "trajectories off",
@@ -237,10 +236,10 @@ async def _recording(ctx: Context, episodes: list[str], recorded: list[str]) -> 
         Row(
             "throughput",
             "server CPU per /step_batch step, trajectories on",
-            on_cpu,
+            found[on.name][cpu],
             "us",
             "trajectories off",
-            off_cpu,
+            found[off.name][cpu],
         ),
         Row("throughput", "trajectory writer CPU per step (its own process)", writer, "us"),
     ]
