@@ -88,6 +88,14 @@ class TrajectoryRecorder:
             directory when ``None``): the batches on their way to the writer (:mod:`~.journal`).
     """
 
+    # slots: on_step reads a dozen of these per step, faster from slots than from an instance dict of 32 keys
+    __slots__ = (
+        "_closed", "_dropped", "_enqueued_steps", "_journal", "_journaled", "_marked", "_opened", "_pipe", "_process",
+        "_progress", "_restarts", "_stepped", "_stopping", "_tasks", "_toolset", "_uids", "_written_steps",
+        "batch_size", "description", "disabled", "dropped", "flush_interval", "journal_root", "max_wait", "optional",
+        "queue_size", "restarts", "retry_delay", "server", "tools", "url", "written",
+    )  # fmt: skip
+
     def __init__(
         self,
         url: str,
@@ -327,7 +335,7 @@ class TrajectoryRecorder:
                 outcome.reward,
                 outcome.done,
                 seconds,
-                time.time(),
+                episode.last_active_at,  # when the episode took the step in (Episode.record)
                 outcome.scores,
                 outcome.reasons,
             )
