@@ -5,9 +5,10 @@ each prod session starts from (the environment's declared opening call, made whe
 The runtime calls observers after the step is done and graded, outside the episode's lock.
 ``on_*`` methods must not block: an observer that writes to disk or a database queues the event
 and writes from its own task (started by ``start``, flushed by ``stop``). Such an observer may also
-have a ``pace() -> Awaitable[None] | None`` method: the runtime calls it before ``on_step`` and awaits
+have a ``pace() -> Awaitable[None] | None`` method: the runtime calls it before each step runs and awaits
 what it returns, so that a writer that has fallen behind slows the steps down (a bounded wait, in
-the stepping request only) instead of losing them. ``None`` (room in the queue) costs nothing.
+the stepping request only) instead of losing them. ``None`` (room in the queue) costs nothing. Between a
+step and its ``on_step`` nothing waits: ``on_step`` sees the episode as that step left it.
 """
 
 from __future__ import annotations

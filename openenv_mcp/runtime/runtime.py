@@ -213,6 +213,12 @@ class Runtime:
                     recorder.on_call(session, bound, observation)
             else:
                 episode = self.episodes.get(episode_id) if episode_id else await self._default_episode()
+                # an observer whose writer is behind: wait for it before the step runs rather than lose the step,
+                # and before the episode's lock, so that on_step below sees the episode as this step left it (a
+                # wait after the step would let the episode's next step run meanwhile)
+                for pace in self._paces:
+                    if (waiting := pace()) is not None:
+                        await waiting
                 async with episode.lock:
                     if episode.closed:
                         raise self.episodes.not_found(episode.id)
@@ -235,9 +241,6 @@ class Runtime:
                     self.metrics.observe_scores(grade.scores)
                 if episode.done and self.curriculum is not None:
                     self.curriculum.record(episode.task.id, episode.total_reward)
-                for pace in self._paces:  # an observer whose writer is behind: wait for it rather than lose the step
-                    if (waiting := pace()) is not None:
-                        await waiting
                 for observer in self.observers:
                     observer.on_step(episode, bound, result, ran)
             outcome = "tool_failed" if observation.is_error else "ok"

@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, text
 
 from openenv_mcp import ConfigError, EnvClient, Environment, Grade, Settings, Task, TaskSet, Toolbox
 from openenv_mcp.environment.tools import BoundCall, Image
-from openenv_mcp.models import Observation
+from openenv_mcp.models import Action, BatchStep, Observation
 from openenv_mcp.runtime import Runtime, build_runtime
 from openenv_mcp.servers.sql import environment
 from openenv_mcp.trajectories import (
@@ -234,6 +234,31 @@ async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store
     assert finished == [5]
     assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"}' not in runtime.metrics.render().decode()
     assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 6)]
+
+
+@pytest.mark.anyio
+async def test_steps_of_one_episode_waiting_for_the_writer_together_are_each_recorded_under_their_own_number(
+    store_url: str,
+) -> None:
+    # a batch carrying two steps of one episode while the writer is behind: each waits for room, and each is
+    # recorded as the step it was (not both as the episode's latest), so the store takes both
+    runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
+    async with runtime.run():
+        episode = (await runtime.reset(task_id="sql-001")).episode_id
+        lock = DatabaseLock(store_url)
+        try:
+            for _ in range(4):
+                await runtime.call("list_tables", {}, episode)
+            action = Action(tool="list_tables", arguments={})
+            async with anyio.create_task_group() as batch:
+                batch.start_soon(runtime.step_batch, [BatchStep(episode_id=episode, action=action)] * 2)
+                await anyio.sleep(0.3)
+                assert recorder.pending == 4
+                lock.release()
+        finally:
+            lock.release()
+    assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 7)]
+    assert 'reason="write_failed"' not in runtime.metrics.render().decode()
 
 
 @pytest.mark.anyio
