@@ -89,8 +89,8 @@ async def paired_rounds(subjects: list[Subject], rounds: int, warm: float, durat
     for round_ in range(rounds):
         for subject in subjects if round_ % 2 == 0 else list(reversed(subjects)):
             await _round(subject, warm, duration)
-        figures = ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects)
-        print(f"  round {round_ + 1}/{rounds}: {figures}", flush=True)
+        line = ", ".join(f"{s.name} {s.rounds[-1]:,.0f}" for s in subjects)
+        print(f"  round {round_ + 1}/{rounds}: {line}", flush=True)
     for subject in subjects:  # a writer at a lower priority catches up between rounds: count all it spends
         subject.children_in_all = await _settled_children(subject) - (subject.children_at_start or 0.0)
 

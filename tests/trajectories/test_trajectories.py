@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +207,11 @@ async def test_a_step_never_waits_for_the_database(store_url: str) -> None:
     assert rows(store_url, "SELECT COUNT(*) AS n FROM trajectory_steps") == [{"n": 10}]
 
 
-@pytest.mark.anyio
-async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store_url: str) -> None:
+@contextlib.asynccontextmanager
+async def full_queue(store_url: str) -> AsyncIterator[tuple[Runtime, TrajectoryRecorder, str, DatabaseLock]]:
+    """A serving runtime whose recorder's queue (4 steps) is full: an episode stepped 4 times while another
+    connection holds the store's write lock, so the writer is stuck until the test releases the lock (released at
+    the end if it did not, before the runtime stops)."""
     runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
     async with runtime.run():
         episode = (await runtime.reset(task_id="sql-001")).episode_id
@@ -215,22 +219,28 @@ async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store
         try:
             for _ in range(4):
                 await runtime.call("list_tables", {}, episode)
-            finished: list[int] = []
-
-            async def fifth() -> None:
-                outcome = await runtime.call("list_tables", {}, episode)
-                finished.append(outcome.episode.step_count)  # type: ignore[union-attr]
-
-            async with anyio.create_task_group() as steps:
-                steps.start_soon(fifth)
-                await anyio.sleep(0.3)  # the writer is stuck: the step cannot have been recorded, so it must still wait
-                assert finished == [] and recorder.pending == 4
-                lock.release()
-                with anyio.fail_after(20):
-                    while not finished:
-                        await anyio.sleep(0.01)
+            yield runtime, recorder, episode, lock
         finally:
             lock.release()
+
+
+@pytest.mark.anyio
+async def test_a_full_queue_makes_steps_wait_for_the_writer_and_loses_none(store_url: str) -> None:
+    async with full_queue(store_url) as (runtime, recorder, episode, lock):
+        finished: list[int] = []
+
+        async def fifth() -> None:
+            outcome = await runtime.call("list_tables", {}, episode)
+            finished.append(outcome.episode.step_count)  # type: ignore[union-attr]
+
+        async with anyio.create_task_group() as steps:
+            steps.start_soon(fifth)
+            await anyio.sleep(0.3)  # the writer is stuck: the step cannot have been recorded, so it must still wait
+            assert finished == [] and recorder.pending == 4
+            lock.release()
+            with anyio.fail_after(20):
+                while not finished:
+                    await anyio.sleep(0.01)
     assert finished == [5]
     assert 'openenv_trajectory_steps_dropped_total{reason="queue_full"}' not in runtime.metrics.render().decode()
     assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 6)]
@@ -242,20 +252,12 @@ async def test_steps_of_one_episode_waiting_for_the_writer_together_are_each_rec
 ) -> None:
     # a batch carrying two steps of one episode while the writer is behind: each waits for room, and each is
     # recorded as the step it was (not both as the episode's latest), so the store takes both
-    runtime, recorder = sim_runtime(store_url, trajectories_queue=4)
-    async with runtime.run():
-        episode = (await runtime.reset(task_id="sql-001")).episode_id
-        lock = DatabaseLock(store_url)
-        try:
-            for _ in range(4):
-                await runtime.call("list_tables", {}, episode)
-            action = Action(tool="list_tables", arguments={})
-            async with anyio.create_task_group() as batch:
-                batch.start_soon(runtime.step_batch, [BatchStep(episode_id=episode, action=action)] * 2)
-                await anyio.sleep(0.3)
-                assert recorder.pending == 4
-                lock.release()
-        finally:
+    async with full_queue(store_url) as (runtime, recorder, episode, lock):
+        action = Action(tool="list_tables", arguments={})
+        async with anyio.create_task_group() as batch:
+            batch.start_soon(runtime.step_batch, [BatchStep(episode_id=episode, action=action)] * 2)
+            await anyio.sleep(0.3)
+            assert recorder.pending == 4
             lock.release()
     assert rows(store_url, "SELECT step FROM trajectory_steps ORDER BY step") == [{"step": n} for n in range(1, 7)]
     assert 'reason="write_failed"' not in runtime.metrics.render().decode()
